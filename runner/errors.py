@@ -1,0 +1,49 @@
+"""Errors of the runtime, one hierarchy per audience.
+
+::
+
+    PlaybookOperatorError
+    ├── ConfigError              the operator author's input is wrong; raised at
+    │   │                        start-up, before anything is watched
+    │   └── WatchesError         watches.yaml: names the file, entry and field
+    └── ReconcileError           one reconcile could not be carried out; the
+        │                        controller logs it and retries with backoff
+        └── AnsibleLaunchError   ansible-runner could not be started at all
+
+Errors of the Kubernetes API live in :mod:`runner.kube.errors`, below this
+package's layers; code above chains them with ``raise ... from``.
+"""
+
+from __future__ import annotations
+
+
+class PlaybookOperatorError(Exception):
+    """Base of every error the runtime raises on purpose."""
+
+
+class ConfigError(PlaybookOperatorError):
+    """Invalid configuration: flags, environment or watches.yaml."""
+
+
+class WatchesError(ConfigError):
+    """An invalid watches.yaml, with the file, entry and field named."""
+
+    def __init__(self, *, path: str, entry: int | None, field: str | None, problem: str) -> None:
+        self.path = path
+        self.entry = entry
+        self.field = field
+        self.problem = problem
+        where = path
+        if entry is not None:
+            where += f": entry {entry}"
+        if field is not None:
+            where += f", field {field!r}"
+        super().__init__(f"{where}: {problem}")
+
+
+class ReconcileError(PlaybookOperatorError):
+    """A reconcile failed for a reason other than a failing Ansible task."""
+
+
+class AnsibleLaunchError(ReconcileError):
+    """ansible-runner could not be started (bad private data dir, missing role...)."""

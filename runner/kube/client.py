@@ -1,0 +1,247 @@
+"""Blocking REST client over one pooled, keep-alive HTTPS connection set.
+
+Thread-safe: every worker and watch thread shares one :class:`Client`. JSON in,
+JSON out; failures become :mod:`runner.kube.errors`. Watches are streamed
+line by line with a server-side timeout so a silent server is noticed.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import urllib3
+
+from runner.kube import errors
+from runner.kube.config import ClientConfig
+from runner.kube.types import GVK, KubeObject, Resource, WatchEvent
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+Query = dict[str, str | int | bool]
+
+
+def _ssl_context(config: ClientConfig) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=config.ca_file)
+    if config.insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if config.cert_file and config.key_file:
+        ctx.load_cert_chain(config.cert_file, config.key_file)
+    return ctx
+
+
+class Client:
+    """A Kubernetes API client. ``request_count`` counts calls, for benchmarks."""
+
+    def __init__(
+        self, config: ClientConfig, *, timeout: float = 30.0, user_agent: str = "playbook-operator"
+    ) -> None:
+        self.config = config
+        self._timeout = timeout
+        self._user_agent = user_agent
+        self._pool = urllib3.PoolManager(
+            num_pools=4,
+            maxsize=32,
+            ssl_context=_ssl_context(config) if config.server.startswith("https") else None,
+            retries=False,
+        )
+        self._resources: dict[GVK, Resource] = {}
+        self._lock = threading.Lock()
+        self.request_count = 0
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON, "User-Agent": self._user_agent}
+        token = self.config.bearer_token()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def _url(self, path: str, query: Query | None) -> str:
+        url = self.config.server + path
+        if query:
+            url += "?" + urlencode(
+                {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in query.items()}
+            )
+        return url
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send one request and return the decoded JSON answer (``None`` when empty)."""
+        payload: bytes | None = None
+        if body is not None:
+            payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+            content_type = content_type or JSON
+        with self._lock:
+            self.request_count += 1
+        try:
+            response = self._pool.request(
+                method,
+                self._url(path, query),
+                body=payload,
+                headers=self._headers(content_type),
+                timeout=urllib3.Timeout(connect=5.0, read=timeout or self._timeout),
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise errors.TransportError(f"{method} {path}: {exc}") from exc
+        data = response.data
+        decoded: Any = None
+        if data:
+            try:
+                decoded = json.loads(data)
+            except ValueError:
+                decoded = {"message": data.decode(errors="replace")[:500]}
+        if response.status >= 400:
+            body_dict = decoded if isinstance(decoded, dict) else {}
+            raise errors.api_error(status=response.status, method=method, path=path, body=body_dict)
+        return decoded
+
+    def stream(self, path: str, *, query: Query, read_timeout: float) -> Iterator[WatchEvent]:
+        """Yield watch events from ``path`` until the server closes the stream.
+
+        ``read_timeout`` bounds the silence between two lines; pair it with the
+        server-side ``timeoutSeconds`` (and bookmarks) so a dead server is noticed.
+        """
+        with self._lock:
+            self.request_count += 1
+        try:
+            response = self._pool.request(
+                "GET",
+                self._url(path, {**query, "watch": True}),
+                headers=self._headers(None),
+                preload_content=False,
+                timeout=urllib3.Timeout(connect=5.0, read=read_timeout),
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise errors.TransportError(f"WATCH {path}: {exc}") from exc
+        try:
+            if response.status >= 400:
+                try:
+                    body = json.loads(response.data or b"{}")
+                except ValueError:
+                    body = {}
+                raise errors.api_error(status=response.status, method="WATCH", path=path, body=body)
+            buffer = b""
+            for chunk in response.stream(65536, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise errors.TransportError(f"WATCH {path}: {exc}") from exc
+        finally:
+            response.release_conn()
+
+    # -- discovery --------------------------------------------------------
+
+    def resource(self, gvk: GVK) -> Resource:
+        """How ``gvk`` is served; discovered once per group/version, then cached."""
+        cached = self._resources.get(gvk)
+        if cached is not None:
+            return cached
+        path = f"/apis/{gvk.group}/{gvk.version}" if gvk.group else f"/api/{gvk.version}"
+        listing = self.request("GET", path)
+        found: dict[GVK, Resource] = {}
+        subs: dict[str, set[str]] = {}
+        for item in listing.get("resources", []):
+            name = str(item["name"])
+            if "/" in name:
+                parent, _, sub = name.partition("/")
+                subs.setdefault(parent, set()).add(sub)
+        for item in listing.get("resources", []):
+            name = str(item["name"])
+            if "/" in name:
+                continue
+            kind_gvk = GVK(gvk.group, gvk.version, str(item["kind"]))
+            found[kind_gvk] = Resource(
+                gvk=kind_gvk,
+                plural=name,
+                namespaced=bool(item.get("namespaced")),
+                verbs=frozenset(item.get("verbs", [])),
+                subresources=frozenset(subs.get(name, set())),
+            )
+        with self._lock:
+            self._resources.update(found)
+        if gvk not in found:
+            raise errors.NotFoundError(
+                status=404,
+                method="DISCOVER",
+                path=path,
+                body={"reason": "NotFound", "message": f"kind {gvk.kind} is not served"},
+            )
+        return found[gvk]
+
+    def forget_discovery(self) -> None:
+        """Drop cached discovery (after CRDs change)."""
+        with self._lock:
+            self._resources.clear()
+
+    # -- typed helpers ----------------------------------------------------
+
+    def get(self, gvk: GVK, *, name: str, namespace: str | None = None) -> KubeObject:
+        res = self.resource(gvk)
+        obj: KubeObject = self.request("GET", res.path(namespace=namespace, name=name))
+        return obj
+
+    def list(
+        self, gvk: GVK, *, namespace: str | None = None, query: Query | None = None
+    ) -> KubeObject:
+        res = self.resource(gvk)
+        obj: KubeObject = self.request("GET", res.path(namespace=namespace), query=query)
+        return obj
+
+    def create(self, gvk: GVK, body: KubeObject, *, namespace: str | None = None) -> KubeObject:
+        res = self.resource(gvk)
+        obj: KubeObject = self.request("POST", res.path(namespace=namespace), body=body)
+        return obj
+
+    def update(
+        self, gvk: GVK, body: KubeObject, *, subresource: str = ""
+    ) -> KubeObject:
+        res = self.resource(gvk)
+        meta = body["metadata"]
+        path = res.path(namespace=meta.get("namespace"), name=meta["name"], subresource=subresource)
+        obj: KubeObject = self.request("PUT", path, body=body)
+        return obj
+
+    def patch(
+        self,
+        gvk: GVK,
+        *,
+        name: str,
+        namespace: str | None = None,
+        body: Any,
+        content_type: str = MERGE_PATCH,
+        subresource: str = "",
+        query: Query | None = None,
+    ) -> KubeObject:
+        res = self.resource(gvk)
+        path = res.path(namespace=namespace, name=name, subresource=subresource)
+        obj: KubeObject = self.request(
+            "PATCH", path, body=body, content_type=content_type, query=query
+        )
+        return obj
+
+    def delete(self, gvk: GVK, *, name: str, namespace: str | None = None) -> None:
+        res = self.resource(gvk)
+        self.request("DELETE", res.path(namespace=namespace, name=name))
