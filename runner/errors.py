@@ -26,16 +26,29 @@ class ConfigError(PlaybookOperatorError):
 
 
 class WatchesError(ConfigError):
-    """An invalid watches.yaml, with the file, entry and field named."""
+    """An invalid watches.yaml, with the file, entry and field named.
 
-    def __init__(self, *, path: str, entry: int | None, field: str | None, problem: str) -> None:
+    ``entry`` counts from 1, as the entries appear in the file; ``gvk``, when
+    known, names the entry's ``group/version/kind`` too.
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        entry: int | None,
+        field: str | None,
+        problem: str,
+        gvk: str | None = None,
+    ) -> None:
         self.path = path
         self.entry = entry
         self.field = field
         self.problem = problem
+        self.gvk = gvk
         where = path
         if entry is not None:
-            where += f": entry {entry}"
+            where += f": entry {entry}" + (f" ({gvk})" if gvk else "")
         if field is not None:
             where += f", field {field!r}"
         super().__init__(f"{where}: {problem}")

@@ -152,44 +152,88 @@ class Client:
         finally:
             response.release_conn()
 
+    def forward(
+        self, method: str, path_and_query: str, *, body: bytes | None, headers: dict[str, str]
+    ) -> urllib3.BaseHTTPResponse:
+        """Send a request verbatim (for the API proxy) and return the unread response.
+
+        The caller's own ``Authorization`` is replaced by the operator's credentials.
+        The caller must ``release_conn()`` the response.
+        """
+        with self._lock:
+            self.request_count += 1
+        merged = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        token = self.config.bearer_token()
+        if token:
+            merged["Authorization"] = f"Bearer {token}"
+        merged.setdefault("User-Agent", self._user_agent)
+        try:
+            return self._pool.request(
+                method,
+                self.config.server + path_and_query,
+                body=body,
+                headers=merged,
+                preload_content=False,
+                redirect=False,
+                timeout=urllib3.Timeout(connect=5.0, read=None),
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise errors.TransportError(f"{method} {path_and_query}: {exc}") from exc
+
     # -- discovery --------------------------------------------------------
 
     def resource(self, gvk: GVK) -> Resource:
         """How ``gvk`` is served; discovered once per group/version, then cached."""
         cached = self._resources.get(gvk)
-        if cached is not None:
-            return cached
-        path = f"/apis/{gvk.group}/{gvk.version}" if gvk.group else f"/api/{gvk.version}"
+        if cached is None:
+            self.discover(gvk.group, gvk.version)
+            cached = self._resources.get(gvk)
+        if cached is None:
+            raise errors.NotFoundError(
+                status=404,
+                method="DISCOVER",
+                path=f"{gvk.group}/{gvk.version}",
+                body={"reason": "NotFound", "message": f"kind {gvk.kind} is not served"},
+            )
+        return cached
+
+    def resource_for(self, *, group: str, version: str, plural: str) -> Resource | None:
+        """The resource served at ``plural`` in group/version (None if unknown)."""
+        for res in list(self._resources.values()):
+            if res.plural == plural and res.gvk.group == group and res.gvk.version == version:
+                return res
+        try:
+            found = self.discover(group, version)
+        except errors.ApiError:
+            return None
+        return next((r for r in found if r.plural == plural), None)
+
+    def discover(self, group: str, version: str) -> list[Resource]:
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         listing = self.request("GET", path)
-        found: dict[GVK, Resource] = {}
         subs: dict[str, set[str]] = {}
         for item in listing.get("resources", []):
             name = str(item["name"])
             if "/" in name:
                 parent, _, sub = name.partition("/")
                 subs.setdefault(parent, set()).add(sub)
+        found: list[Resource] = []
         for item in listing.get("resources", []):
             name = str(item["name"])
             if "/" in name:
                 continue
-            kind_gvk = GVK(gvk.group, gvk.version, str(item["kind"]))
-            found[kind_gvk] = Resource(
-                gvk=kind_gvk,
-                plural=name,
-                namespaced=bool(item.get("namespaced")),
-                verbs=frozenset(item.get("verbs", [])),
-                subresources=frozenset(subs.get(name, set())),
+            found.append(
+                Resource(
+                    gvk=GVK(group, version, str(item["kind"])),
+                    plural=name,
+                    namespaced=bool(item.get("namespaced")),
+                    verbs=frozenset(item.get("verbs", [])),
+                    subresources=frozenset(subs.get(name, set())),
+                )
             )
         with self._lock:
-            self._resources.update(found)
-        if gvk not in found:
-            raise errors.NotFoundError(
-                status=404,
-                method="DISCOVER",
-                path=path,
-                body={"reason": "NotFound", "message": f"kind {gvk.kind} is not served"},
-            )
-        return found[gvk]
+            self._resources.update({r.gvk: r for r in found})
+        return found
 
     def forget_discovery(self) -> None:
         """Drop cached discovery (after CRDs change)."""
@@ -215,9 +259,7 @@ class Client:
         obj: KubeObject = self.request("POST", res.path(namespace=namespace), body=body)
         return obj
 
-    def update(
-        self, gvk: GVK, body: KubeObject, *, subresource: str = ""
-    ) -> KubeObject:
+    def update(self, gvk: GVK, body: KubeObject, *, subresource: str = "") -> KubeObject:
         res = self.resource(gvk)
         meta = body["metadata"]
         path = res.path(namespace=meta.get("namespace"), name=meta["name"], subresource=subresource)

@@ -108,7 +108,9 @@ def from_kubeconfig(path: str, *, context: str | None = None) -> ClientConfig:
         raise errors.ConfigLoadError(f"{path}: no current-context")
     ctx = _named(doc.get("contexts", []), ctx_name, "context", path)
     cluster = _named(doc.get("clusters", []), ctx.get("cluster", ""), "cluster", path)
-    user = _named(doc.get("users", []), ctx.get("user", ""), "user", path) if ctx.get("user") else {}
+    user = (
+        _named(doc.get("users", []), ctx.get("user", ""), "user", path) if ctx.get("user") else {}
+    )
     base = Path(path).resolve().parent
     token_file = user.get("tokenFile")
     return ClientConfig(

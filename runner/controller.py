@@ -1,0 +1,142 @@
+"""Workers: take keys from the queue, reconcile them, apply the result semantics.
+
+The result semantics are written once, here, and the workers follow them:
+
+- the reconciler raises  → rate-limited retry (per-key exponential backoff);
+- ``requeue_after`` set   → forget the backoff, re-add after that delay;
+- success without it      → forget the backoff.
+
+Every branch bumps one ``result`` label of the reconcile counter. Because the
+queue never hands one key to two workers, at most one reconcile per object runs
+at any time, whatever the worker count.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from enum import StrEnum
+
+from runner import queue as queue_mod
+from runner import reconcile
+from runner.kube.types import GVK, ObjectKey, object_key
+from runner.predicate import Event, Predicate
+
+log = logging.getLogger("runner.controller")
+
+#: Called once per finished reconcile: (gvk, result label, seconds).
+Observer = Callable[[GVK, "Outcome", float], None]
+
+
+class Outcome(StrEnum):
+    SUCCEEDED = "succeeded"
+    REQUEUED = "requeue_after"
+    FAILED = "failed"
+
+
+class Controller:
+    """One watched kind: its queue, its workers and its reconciler."""
+
+    def __init__(
+        self,
+        *,
+        reconciler: reconcile.Reconciler,
+        work_queue: queue_mod.WorkQueue,
+        workers: int,
+        observer: Observer | None = None,
+    ) -> None:
+        self.reconciler = reconciler
+        self.gvk = reconciler.gvk
+        self.queue = work_queue
+        self.workers = workers
+        self._observer = observer
+        self._threads: list[threading.Thread] = []
+        self._busy = 0
+        self._busy_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"{self.gvk.kind.lower()}-{self.gvk.version}-controller"
+
+    def handler(
+        self, predicate: Predicate, *, map_keys: Callable[[Event], list[ObjectKey]] | None = None
+    ) -> Callable[[Event], None]:
+        """An informer handler: filter with ``predicate``, then enqueue the object's key
+        (or the keys ``map_keys`` derives, e.g. a child's owners)."""
+
+        def handle(event: Event) -> None:
+            if not predicate(event):
+                return
+            keys = map_keys(event) if map_keys else [object_key(event.obj)]
+            priority = queue_mod.Priority.RESYNC if event.initial else queue_mod.Priority.EVENT
+            for key in keys:
+                self.queue.add(key, priority=priority)
+
+        return handle
+
+    def start(self) -> None:
+        for index in range(self.workers):
+            thread = threading.Thread(target=self._work, name=f"{self.name}-{index}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def in_flight(self) -> int:
+        with self._busy_lock:
+            return self._busy
+
+    def stop(self, *, timeout: float) -> bool:
+        """Stop taking work; wait up to ``timeout`` for running reconciles. True if all ended."""
+        self.queue.shutdown()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)
+
+    def _work(self) -> None:
+        while True:
+            key = self.queue.get()
+            if key is None:
+                return  # shut down
+            with self._busy_lock:
+                self._busy += 1
+            try:
+                self._process(key)
+            finally:
+                with self._busy_lock:
+                    self._busy -= 1
+                # done() after the result branch: a key re-added meanwhile becomes ready now.
+                self.queue.done(key)
+
+    def _process(self, key: ObjectKey) -> None:
+        started = time.monotonic()
+        request = reconcile.Request.of(self.gvk, key)
+        try:
+            result = self.reconciler.reconcile(request)
+        except Exception as exc:
+            # Failure: keep the backoff growing; the key comes back after base * 2**failures.
+            self.queue.add_rate_limited(key)
+            outcome = Outcome.FAILED
+            level = logging.WARNING if isinstance(exc, reconcile.ReconcileFailed) else logging.ERROR
+            log.log(
+                level,
+                "reconcile failed",
+                exc_info=not isinstance(exc, reconcile.ReconcileFailed),
+                extra={
+                    "kind": self.gvk.kind,
+                    "object": key,
+                    "error": str(exc),
+                    "retries": self.queue.failures(key),
+                },
+            )
+        else:
+            # Success: reset the backoff; with requeue_after, come back later at resync priority.
+            self.queue.forget(key)
+            if result.requeue_after is not None and result.requeue_after > 0:
+                self.queue.add_after(key, result.requeue_after)
+                outcome = Outcome.REQUEUED if result.requested else Outcome.SUCCEEDED
+            else:
+                outcome = Outcome.SUCCEEDED
+        if self._observer is not None:
+            self._observer(self.gvk, outcome, time.monotonic() - started)

@@ -1,0 +1,143 @@
+"""Dependent watches: a change to a child triggers a reconcile of its owner.
+
+When the proxy sees a run create or read back a child it owns, the manager asks
+this registry to watch that child's kind. One informer per child kind (per
+watched namespace) serves every owner kind; its events pass the dependent
+predicate (changes and deletions, not creations or status-only updates) and are
+mapped to owner keys through ownerReferences or operator-sdk's
+primary-resource annotations. Blacklisted kinds are neither watched nor cached.
+Their stores also serve the proxy's cached reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from runner import predicate, source, watches
+from runner import queue as queue_mod
+from runner.kube.client import Client
+from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key
+from runner.proxy import PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE, Owner
+
+log = logging.getLogger("runner.dependents")
+
+Enqueue = Callable[[ObjectKey, queue_mod.Priority], None]
+
+
+def owner_keys(child: KubeObject, owner_gvk: GVK) -> list[ObjectKey]:
+    """Keys of the owners of kind ``owner_gvk`` that ``child`` names."""
+    meta = child.get("metadata") or {}
+    keys: list[ObjectKey] = []
+    for ref in meta.get("ownerReferences") or []:
+        group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+        if ref.get("kind") == owner_gvk.kind and group == owner_gvk.group:
+            # An owner reference always points into the child's namespace, or at a
+            # cluster-scoped owner; the reconciler resolves which by reading it.
+            keys.append(make_key(namespace=meta.get("namespace") or "", name=ref["name"]))
+    notes = meta.get("annotations") or {}
+    if notes.get(PRIMARY_RESOURCE_TYPE) == owner_gvk.group_kind and notes.get(PRIMARY_RESOURCE):
+        namespace, _, name = str(notes[PRIMARY_RESOURCE]).rpartition("/")
+        keys.append(make_key(namespace=namespace, name=name))
+    return keys
+
+
+class DependentWatches:
+    def __init__(
+        self,
+        *,
+        client: Client,
+        namespaces: tuple[str, ...],
+        stop: threading.Event,
+        watches_by_gvk: dict[GVK, watches.Watch],
+        enqueue_for: dict[GVK, Enqueue],
+        owner_namespaced: dict[GVK, bool],
+    ) -> None:
+        self._client = client
+        self._namespaces: list[str | None] = list(namespaces) or [None]
+        self._stop = stop
+        self._watches = watches_by_gvk
+        self._enqueue_for = enqueue_for
+        self._owner_namespaced = owner_namespaced
+        self._owners: dict[GVK, set[GVK]] = {}  # child kind → owner kinds
+        self._informers: dict[GVK, list[source.Informer]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def informers(self) -> list[source.Informer]:
+        with self._lock:
+            return [i for group in self._informers.values() for i in group]
+
+    def get(self, resource: Resource, namespace: str, name: str) -> KubeObject | None:
+        with self._lock:
+            informers = list(self._informers.get(resource.gvk, []))
+        key = make_key(namespace=namespace, name=name)
+        for informer in informers:
+            if informer.synced.is_set():
+                found = informer.get(key)
+                if found is not None:
+                    return found
+        return None
+
+    def ensure(self, owner: Owner, resource: Resource, child: KubeObject) -> None:
+        """Watch ``resource`` for ``owner``'s kind, if the watch's settings allow it."""
+        watch = self._watches.get(owner.gvk)
+        if watch is None or not watch.watch_dependent_resources:
+            return
+        if resource.gvk in watch.blacklist or "watch" not in resource.verbs:
+            return
+        by_annotation = not any(
+            ref.get("uid") == owner.uid
+            for ref in (child.get("metadata") or {}).get("ownerReferences") or []
+        )
+        if by_annotation and not resource.namespaced and not watch.watch_cluster_scoped_resources:
+            return
+        with self._lock:
+            owners = self._owners.setdefault(resource.gvk, set())
+            if owner.gvk in owners:
+                return
+            owners.add(owner.gvk)
+            if resource.gvk in self._informers:
+                return
+            informers = [
+                source.Informer(
+                    client=self._client,
+                    resource=resource,
+                    namespace=namespace,
+                    handler=self._handler(resource.gvk),
+                    log=log,
+                )
+                for namespace in (self._namespaces if resource.namespaced else [None])
+            ]
+            self._informers[resource.gvk] = informers
+        log.info(
+            "watching dependent kind", extra={"child": str(resource.gvk), "owner": str(owner.gvk)}
+        )
+        for informer in informers:
+            threading.Thread(
+                target=informer.run,
+                args=(self._stop,),
+                name=f"dependent-{resource.plural}",
+                daemon=True,
+            ).start()
+
+    def _handler(self, child_gvk: GVK) -> source.Handler:
+        def handle(event: predicate.Event) -> None:
+            if not predicate.dependent(event):
+                return
+            with self._lock:
+                owner_kinds = list(self._owners.get(child_gvk, ()))
+            for owner_gvk in owner_kinds:
+                enqueue = self._enqueue_for.get(owner_gvk)
+                if enqueue is None:
+                    continue
+                namespaced = self._owner_namespaced.get(owner_gvk, True)
+                for key in owner_keys(event.obj, owner_gvk):
+                    # A cluster-scoped owner's key has no namespace part.
+                    enqueue(
+                        key if namespaced else ObjectKey(key.rpartition("/")[2]),
+                        queue_mod.Priority.EVENT,
+                    )
+
+        return handle

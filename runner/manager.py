@@ -1,0 +1,268 @@
+"""Wires the stages together and owns the process lifecycle.
+
+For each watch: one informer per watched namespace feeds a controller's queue
+through the primary predicate; the controller's workers call the reconciler,
+which runs Ansible against the owner-injecting proxy. Children the proxy sees
+start dependent watches. The manager also serves probes and metrics, takes the
+leader Lease when asked to, and shuts down gracefully on SIGTERM: stop taking
+work, let running reconciles finish within the grace period, release the Lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from http.server import ThreadingHTTPServer
+from types import FrameType
+
+from runner import controller as controller_mod
+from runner import dependents, health, leader, metrics, proxy, reconcile, source
+from runner import predicate as predicate_mod
+from runner import queue as queue_mod
+from runner import settings as settings_mod
+from runner.ansible import runner as ansible_runner
+from runner.kube import client as client_mod
+from runner.kube import config as kube_config
+from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key
+
+log = logging.getLogger("runner.manager")
+
+EXIT_LEADERSHIP_LOST = 3
+
+
+class Manager:
+    def __init__(self, settings: settings_mod.Settings) -> None:
+        self.settings = settings
+        self.client_config = kube_config.load(settings.kubeconfig)
+        self.client = client_mod.Client(self.client_config)
+        self.stop_event = threading.Event()
+        self.metrics = metrics.Metrics()
+        self.controllers: dict[GVK, controller_mod.Controller] = {}
+        self.primary_informers: dict[GVK, list[source.Informer]] = {}
+        self.proxy: proxy.OwnerProxy | None = None
+        self.dependents: dependents.DependentWatches | None = None
+        self.elector: leader.LeaderElector | None = None
+        self._servers: list[ThreadingHTTPServer] = []
+        self.exit_code = 0
+
+    # -- readiness and caches -------------------------------------------------
+
+    def synced(self) -> bool:
+        informers = [i for group in self.primary_informers.values() for i in group]
+        return bool(informers) and all(i.synced.is_set() for i in informers)
+
+    def _primary_lookup(self, gvk: GVK) -> reconcile.Cache:
+        def lookup(key: ObjectKey) -> KubeObject | None:
+            for informer in self.primary_informers.get(gvk, []):
+                if informer.synced.is_set():
+                    found = informer.get(key)
+                    if found is not None:
+                        return found
+            return None
+
+        return lookup
+
+    def _cached(self, resource: Resource, namespace: str, name: str) -> KubeObject | None:
+        """Reads for the proxy: primary kinds, then dependent kinds. Safe because a
+        reconcile is triggered only after its informer's store took the triggering change."""
+        if resource.gvk in self.primary_informers:
+            return self._primary_lookup(resource.gvk)(make_key(namespace=namespace, name=name))
+        if self.dependents is not None:
+            return self.dependents.get(resource, namespace, name)
+        return None
+
+    # -- assembly -------------------------------------------------------------
+
+    def build(self) -> None:
+        settings = self.settings
+        runner = ansible_runner.AnsibleRunner()
+        environment: reconcile.RunEnvironment
+        if settings.inject_owner_ref:
+            self.proxy = proxy.OwnerProxy(
+                client=self.client,
+                port=settings.proxy_port,
+                inject_owner=True,
+                on_child=self._on_child,
+                cache=self._cached,
+            )
+            environment = self.proxy
+        else:
+            kubeconfig = self.client_config.source
+            environment = reconcile.StaticEnvironment(
+                None if kubeconfig == "in-cluster" else kubeconfig
+            )
+        namespaces: list[str | None] = list(settings.watch_namespaces) or [None]
+        enqueue_for: dict[GVK, dependents.Enqueue] = {}
+        owner_namespaced: dict[GVK, bool] = {}
+        for watch in settings.watches:
+            resource = self.client.resource(watch.gvk)
+            owner_namespaced[watch.gvk] = resource.namespaced
+            reconciler = reconcile.Reconciler(
+                watch=watch,
+                settings=settings,
+                client=self.client,
+                runner=runner,
+                environment=environment,
+                cache=self._primary_lookup(watch.gvk),
+                on_run=self.metrics.observe_run,
+            )
+            ctrl = controller_mod.Controller(
+                reconciler=reconciler,
+                work_queue=queue_mod.WorkQueue(
+                    base_delay=settings.backoff_base, max_delay=settings.backoff_max
+                ),
+                workers=settings.workers_for(watch.gvk),
+                observer=self.metrics.observe_reconcile,
+            )
+            handle = ctrl.handler(
+                predicate_mod.primary(
+                    watch_annotations=watch.watch_annotations_changes,
+                    selector_matches=watch.selector.matches,
+                )
+            )
+            self.primary_informers[watch.gvk] = [
+                source.Informer(
+                    client=self.client,
+                    resource=resource,
+                    namespace=namespace,
+                    handler=handle,
+                    log=log,
+                )
+                for namespace in (namespaces if resource.namespaced else [None])
+            ]
+            self.controllers[watch.gvk] = ctrl
+            enqueue_for[watch.gvk] = lambda key, priority, q=ctrl.queue: q.add(
+                key, priority=priority
+            )
+        self.dependents = dependents.DependentWatches(
+            client=self.client,
+            namespaces=settings.watch_namespaces,
+            stop=self.stop_event,
+            watches_by_gvk={w.gvk: w for w in settings.watches},
+            enqueue_for=enqueue_for,
+            owner_namespaced=owner_namespaced,
+        )
+        self.metrics.add_queue_gauges(
+            depth=lambda: {gvk: c.queue.depth() for gvk, c in self.controllers.items()},
+            in_flight=lambda: {gvk: c.in_flight() for gvk, c in self.controllers.items()},
+        )
+
+    def _on_child(self, owner: proxy.Owner, resource: Resource, child: KubeObject) -> None:
+        if self.dependents is not None:
+            self.dependents.ensure(owner, resource, child)
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        log.info("signal received; shutting down", extra={"signal": signal.Signals(signum).name})
+        self.stop_event.set()
+
+    def _serve(self) -> None:
+        probe = health.parse_bind(self.settings.health_probe_bind_address)
+        if probe is not None:
+            self._servers.append(
+                health.serve(probe, handler=health.handler_for(ready=self.synced), name="health")
+            )
+        scrape = health.parse_bind(self.settings.metrics_bind_address)
+        if scrape is not None:
+            self._servers.append(
+                health.serve(
+                    scrape, handler=metrics.exposition_handler(self.metrics), name="metrics"
+                )
+            )
+        custom = health.parse_bind(
+            self.settings.custom_metrics_bind_address, default_host="127.0.0.1"
+        )
+        if custom is not None:
+            try:
+                self._servers.append(
+                    health.serve(
+                        custom, handler=metrics.custom_handler(self.metrics), name="custom-metrics"
+                    )
+                )
+            except OSError as exc:  # a second local runner: roles' metrics go to the first
+                log.warning("custom metrics endpoint unavailable", extra={"error": str(exc)})
+
+    def _lead(self) -> bool:
+        """Block until leader (or not electing). False if stopped while waiting."""
+        if not self.settings.leader_elect:
+            return True
+        namespace = self.settings.leader_election_namespace or self.client_config.namespace
+        self.elector = leader.LeaderElector(
+            client=self.client,
+            namespace=namespace,
+            name=self.settings.leader_lease_name(),
+            identity=leader.default_identity(),
+            lease_duration=self.settings.lease_duration,
+            renew_deadline=self.settings.renew_deadline,
+            retry_period=self.settings.retry_period,
+        )
+        if not self.elector.acquire(self.stop_event):
+            return False
+        threading.Thread(
+            target=self.elector.keep,
+            args=(self.stop_event,),
+            kwargs={"on_lost": self._leadership_lost},
+            name="lease",
+            daemon=True,
+        ).start()
+        return True
+
+    def _leadership_lost(self) -> None:
+        # Another replica may already reconcile: stop at once rather than risk two writers.
+        log.error("exiting: leadership lost")
+        os._exit(EXIT_LEADERSHIP_LOST)
+
+    def start(self) -> bool:
+        """Serve probes, win the lease, start proxy, informers and workers (non-blocking)."""
+        self._serve()
+        if not self._lead():
+            return False
+        if self.proxy is not None:
+            self.proxy.start()
+        for ctrl in self.controllers.values():
+            ctrl.start()
+        for gvk, informers in self.primary_informers.items():
+            for informer in informers:
+                threading.Thread(
+                    target=informer.run,
+                    args=(self.stop_event,),
+                    name=f"informer-{gvk.kind.lower()}-{informer.namespace or 'all'}",
+                    daemon=True,
+                ).start()
+        log.info(
+            "started",
+            extra={
+                "watches": [str(w.gvk) for w in self.settings.watches],
+                "namespaces": list(self.settings.watch_namespaces) or "all",
+                "proxy_port": self.proxy.port if self.proxy else None,
+            },
+        )
+        return True
+
+    def shutdown(self) -> bool:
+        """Stop taking work and wait for running reconciles; True if all finished in time."""
+        self.stop_event.set()
+        clean = True
+        for ctrl in self.controllers.values():
+            clean = ctrl.stop(timeout=self.settings.graceful_shutdown_timeout) and clean
+        if self.elector is not None:
+            self.elector.release()
+        if self.proxy is not None:
+            self.proxy.shutdown()
+        for server in self._servers:
+            server.shutdown()
+        return clean
+
+    def run(self) -> int:
+        """Run until SIGTERM/SIGINT; exit code 0 after a graceful shutdown."""
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        self.build()
+        if self.start():
+            self.stop_event.wait()
+        clean = self.shutdown()
+        log.info("stopped", extra={"clean": clean})
+        return 0

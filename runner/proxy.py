@@ -1,0 +1,397 @@
+"""The API proxy each Ansible run talks to: owner references without role changes.
+
+Roles written for operator-sdk never set ownerReferences; the runtime must. Like
+operator-sdk, every run gets a kubeconfig pointing at a local proxy; unlike
+operator-sdk, the run is identified by a random per-run bearer token rather than
+a base64 user name, and requests without a live token are refused — so no other
+local process can borrow the operator's credentials through the proxy.
+
+For a request from a run the proxy knows the owning custom resource and:
+
+- on create (POST), replace (PUT) and server-side apply (PATCH apply-patch) of a
+  resource, injects an ownerReference to the owner — or, when the child lives in
+  another namespace or is cluster-scoped under a namespaced owner, operator-sdk's
+  ``operator-sdk/primary-resource`` and ``-type`` annotations;
+- reports every child it sees created or read back (``on_child``), so the
+  manager can start the dependent watch for that kind — also after a restart;
+- serves GETs of single objects from the runner's informer caches when it holds
+  them (``X-Cache: HIT``); misses and everything else go to the API server.
+
+Streams (watch, follow) are relayed; exec/attach/port-forward upgrades are not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+from runner.kube import errors as kube_errors
+from runner.kube.client import APPLY_PATCH, Client
+from runner.kube.types import GVK, KubeObject, Resource
+
+log = logging.getLogger("runner.proxy")
+
+PRIMARY_RESOURCE = "operator-sdk/primary-resource"
+PRIMARY_RESOURCE_TYPE = "operator-sdk/primary-resource-type"
+_FORWARDED_HEADERS = ("content-type", "accept", "user-agent")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The custom resource a run reconciles."""
+
+    gvk: GVK
+    name: str
+    namespace: str  # "" when cluster-scoped
+    uid: str
+
+    @classmethod
+    def of(cls, obj: KubeObject) -> Owner:
+        meta = obj["metadata"]
+        return cls(
+            gvk=GVK.of(obj),
+            name=meta["name"],
+            namespace=meta.get("namespace") or "",
+            uid=meta["uid"],
+        )
+
+    def reference(self) -> dict[str, str]:
+        # Like operator-sdk: no controller/blockOwnerDeletion, so no extra RBAC on the owner.
+        return {
+            "apiVersion": self.gvk.api_version,
+            "kind": self.gvk.kind,
+            "name": self.name,
+            "uid": self.uid,
+        }
+
+    def annotations(self) -> dict[str, str]:
+        return {
+            PRIMARY_RESOURCE: f"{self.namespace}/{self.name}",
+            PRIMARY_RESOURCE_TYPE: self.gvk.group_kind,
+        }
+
+    def owns(self, child: KubeObject) -> bool:
+        meta = child.get("metadata") or {}
+        if any(ref.get("uid") == self.uid for ref in meta.get("ownerReferences") or []):
+            return True
+        notes = meta.get("annotations") or {}
+        return bool(
+            notes.get(PRIMARY_RESOURCE) == f"{self.namespace}/{self.name}"
+            and notes.get(PRIMARY_RESOURCE_TYPE) == self.gvk.group_kind
+        )
+
+
+def inject(
+    owner: Owner, child: KubeObject, *, child_namespaced: bool, child_namespace: str
+) -> None:
+    """Mark ``child`` as owned by ``owner``, in place (operator-sdk's SupportsOwnerReference)."""
+    meta = child.setdefault("metadata", {})
+    if not owner.namespace or (child_namespaced and child_namespace == owner.namespace):
+        refs = meta.setdefault("ownerReferences", [])
+        if not any(ref.get("uid") == owner.uid for ref in refs):
+            refs.append(owner.reference())
+    else:
+        meta.setdefault("annotations", {}).update(owner.annotations())
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed resource path."""
+
+    group: str
+    version: str
+    namespace: str
+    plural: str
+    name: str
+    subresource: str
+
+
+def parse_path(path: str) -> Target | None:
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace = ""
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        return None
+    return Target(
+        group=group,
+        version=version,
+        namespace=namespace,
+        plural=rest[0],
+        name=rest[1] if len(rest) > 1 else "",
+        subresource="/".join(rest[2:]),
+    )
+
+
+ChildObserver = Callable[[Owner, Resource, KubeObject], None]
+CacheLookup = Callable[[Resource, str, str], KubeObject | None]
+
+
+class OwnerProxy:
+    """A local HTTP proxy to the API server, bound to 127.0.0.1."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        port: int = 0,
+        inject_owner: bool = True,
+        on_child: ChildObserver | None = None,
+        cache: CacheLookup | None = None,
+    ) -> None:
+        self.client = client
+        self.inject_owner = inject_owner
+        self.on_child = on_child
+        self.cache = cache
+        self._sessions: dict[str, Owner] = {}
+        self._lock = threading.Lock()
+        self._dir = Path(tempfile.mkdtemp(prefix="playbook-operator-proxy-"))
+        os.chmod(self._dir, 0o700)  # per-run kubeconfigs hold live tokens
+        self._server = _Server(("127.0.0.1", port), _handler_for(self))
+        self.cache_hits = 0
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="proxy", daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        self._thread.start()
+        log.info("API proxy serving", extra={"address": f"127.0.0.1:{self.port}"})
+
+    def shutdown(self) -> None:
+        self._server.shutdown()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def owner_for(self, token: str) -> Owner | None:
+        with self._lock:
+            return self._sessions.get(token)
+
+    @contextlib.contextmanager
+    def for_owner(self, owner_obj: KubeObject) -> Iterator[Mapping[str, str]]:
+        """A run's environment: a private kubeconfig naming this proxy and a fresh token."""
+        owner = Owner.of(owner_obj)
+        token = secrets.token_urlsafe(24)
+        path = self._dir / f"{token[:12]}.kubeconfig"
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "proxy", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
+            "users": [{"name": "run", "user": {"token": token}}],
+            "contexts": [
+                {
+                    "name": "run",
+                    "context": {
+                        "cluster": "proxy",
+                        "user": "run",
+                        "namespace": owner.namespace or "default",
+                    },
+                }
+            ],
+            "current-context": "run",
+        }
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            yaml.safe_dump(kubeconfig, handle)
+        with self._lock:
+            self._sessions[token] = owner
+        try:
+            yield {"K8S_AUTH_KUBECONFIG": str(path), "KUBECONFIG": str(path)}
+        finally:
+            with self._lock:
+                self._sessions.pop(token, None)
+            path.unlink(missing_ok=True)
+
+    # -- request handling (called from handler threads) --------------------
+
+    def resource_of(self, target: Target) -> Resource | None:
+        try:
+            return self.client.resource_for(
+                group=target.group, version=target.version, plural=target.plural
+            )
+        except kube_errors.KubeError:
+            return None
+
+    def rewrite_body(self, owner: Owner, target: Target, resource: Resource, body: bytes) -> bytes:
+        try:
+            child = json.loads(body)
+        except ValueError:
+            return body  # not JSON (e.g. protobuf): pass through untouched
+        if not isinstance(child, dict):
+            return body
+        namespace = target.namespace or str((child.get("metadata") or {}).get("namespace") or "")
+        inject(owner, child, child_namespaced=resource.namespaced, child_namespace=namespace)
+        return json.dumps(child).encode()
+
+    def observe(self, owner: Owner, resource: Resource, payload: Any) -> None:
+        if self.on_child is None or not isinstance(payload, dict):
+            return
+        items = payload.get("items") if "items" in payload else [payload]
+        for item in items or []:
+            if isinstance(item, dict) and owner.owns(item):
+                self.on_child(owner, resource, item)
+                return  # one sighting per response is enough to start a watch
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def _status_body(code: int, reason: str, message: str) -> bytes:
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "code": code,
+            "reason": reason,
+            "message": message,
+        }
+    ).encode()
+
+
+def _handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # Without this, Nagle + delayed ACK adds ~40 ms to every small response.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # request logs would repeat every module call; errors are logged explicitly
+
+        def do_GET(self) -> None:
+            self._handle()
+
+        do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_GET  # noqa: N815
+
+        def _send(self, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
+            headers = {"Content-Type": "application/json", **(headers or {})}
+            self.send_response(code)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _handle(self) -> None:
+            auth = self.headers.get("Authorization", "")
+            owner = proxy.owner_for(auth[7:]) if auth.startswith("Bearer ") else None
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            if owner is None:
+                self._send(401, _status_body(401, "Unauthorized", "no live run owns this token"))
+                return
+            if self.headers.get("Upgrade"):
+                self._send(
+                    501,
+                    _status_body(
+                        501, "NotImplemented", "exec, attach and port-forward are not proxied"
+                    ),
+                )
+                return
+            url = urlsplit(self.path)
+            target = parse_path(url.path)
+            resource = proxy.resource_of(target) if target else None
+            query = parse_qs(url.query)
+            if (
+                target
+                and resource
+                and self.command == "GET"
+                and target.name
+                and not target.subresource
+                and proxy.cache
+            ):
+                cached = proxy.cache(resource, target.namespace, target.name)
+                if cached is not None:
+                    proxy.cache_hits += 1
+                    proxy.observe(owner, resource, cached)
+                    self._send(200, json.dumps(cached).encode(), {"X-Cache": "HIT"})
+                    return
+            content_type = self.headers.get("Content-Type", "")
+            if (
+                proxy.inject_owner
+                and target
+                and resource
+                and body
+                and not target.subresource
+                and (
+                    (self.command == "POST" and not target.name)
+                    or (self.command == "PUT" and target.name)
+                    or (
+                        self.command == "PATCH"
+                        and content_type.startswith(APPLY_PATCH.split("+")[0])
+                        and "apply" in content_type
+                    )
+                )
+            ):
+                body = proxy.rewrite_body(owner, target, resource, body)
+            headers = {k: v for k, v in self.headers.items() if k.lower() in _FORWARDED_HEADERS}
+            try:
+                upstream = proxy.client.forward(self.command, self.path, body=body, headers=headers)
+            except kube_errors.TransportError as exc:
+                self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
+                return
+            try:
+                streaming = query.get("watch", ["false"])[0] in ("true", "1") or query.get(
+                    "follow", ["false"]
+                )[0] in ("true", "1")
+                if streaming:
+                    self._relay_stream(upstream)
+                    return
+                data = upstream.read(decode_content=True)
+                self._send(
+                    upstream.status,
+                    data,
+                    {"Content-Type": upstream.headers.get("Content-Type", "application/json")},
+                )
+                if target and resource and 200 <= upstream.status < 300 and not target.subresource:
+                    with contextlib.suppress(ValueError):
+                        proxy.observe(owner, resource, json.loads(data))
+            finally:
+                upstream.release_conn()
+
+        def _relay_stream(self, upstream: Any) -> None:
+            self.send_response(upstream.status)
+            self.send_header(
+                "Content-Type", upstream.headers.get("Content-Type", "application/json")
+            )
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for chunk in upstream.stream(8192, decode_content=True):
+                    if chunk:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                self.close_connection = True
+
+    return Handler

@@ -1,0 +1,334 @@
+"""One reconcile: read the custom resource, run its role or playbook, report status.
+
+Level-based: a :class:`Request` names the object and nothing else; everything
+the reconcile needs is read fresh (from the informer cache, else the API).
+
+    read CR ─┬─ gone ─────────────────────────────────────────────→ done
+             ├─ deleting, our finalizer on it → finalizer run → remove finalizer
+             └─ live → add finalizer (if configured) → Running → Ansible
+                                                  → Successful | Failure
+
+A failed Ansible run raises :class:`ReconcileFailed` after the Failure condition
+is written, so the controller retries it with backoff.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from runner import errors, logs, status, watches
+from runner import settings as settings_mod
+from runner.ansible import extravars
+from runner.ansible import runner as ansible_runner
+from runner.kube import errors as kube_errors
+from runner.kube.client import Client
+from runner.kube.types import GVK, KubeObject, ObjectKey, make_key, split_key
+
+log = logging.getLogger("runner.reconcile")
+
+
+@dataclass(frozen=True)
+class Request:
+    """Names one object; never carries the event that caused it."""
+
+    gvk: GVK
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> ObjectKey:
+        return make_key(namespace=self.namespace, name=self.name)
+
+    @classmethod
+    def of(cls, gvk: GVK, key: ObjectKey) -> Request:
+        namespace, name = split_key(key)
+        return cls(gvk=gvk, namespace=namespace, name=name)
+
+
+@dataclass(frozen=True)
+class Result:
+    """``requeue_after``: seconds until the object is reconciled again (None: only on events).
+    ``requested``: the role asked for it with the ``requeue_after`` module."""
+
+    requeue_after: float | None = None
+    requested: bool = False
+
+
+class ReconcileFailed(errors.ReconcileError):
+    """The Ansible run had failed tasks; the Failure condition names them."""
+
+
+class RunEnvironment(Protocol):
+    """Gives each Ansible run the environment its modules use to reach the API server.
+
+    The owner-injecting proxy implements this with a per-run kubeconfig that
+    identifies ``owner``; without it, the operator's own kubeconfig is used.
+    """
+
+    def for_owner(
+        self, owner: KubeObject
+    ) -> contextlib.AbstractContextManager[Mapping[str, str]]: ...
+
+
+class StaticEnvironment:
+    """The operator's kubeconfig, unchanged, for every run."""
+
+    def __init__(self, kubeconfig: str | None) -> None:
+        self._env = (
+            {"K8S_AUTH_KUBECONFIG": kubeconfig, "KUBECONFIG": kubeconfig} if kubeconfig else {}
+        )
+
+    @contextlib.contextmanager
+    def for_owner(self, owner: KubeObject) -> Iterator[Mapping[str, str]]:
+        yield self._env
+
+
+Cache = Callable[[ObjectKey], KubeObject | None]
+Transition = Callable[[list[status.Condition]], list[status.Condition]]
+
+
+class RunObserver(Protocol):
+    def __call__(self, gvk: GVK, *, failed: bool, seconds: float) -> None: ...
+
+
+class Reconciler:
+    """Reconciles the custom resources of one watch."""
+
+    def __init__(
+        self,
+        *,
+        watch: watches.Watch,
+        settings: settings_mod.Settings,
+        client: Client,
+        runner: ansible_runner.AnsibleRunner,
+        environment: RunEnvironment,
+        cache: Cache | None = None,
+        on_run: RunObserver | None = None,
+    ) -> None:
+        self.watch = watch
+        self.gvk = watch.gvk
+        self._settings = settings
+        self._client = client
+        self._runner = runner
+        self._environment = environment
+        self._cache = cache
+        self._on_run = on_run
+
+    # -- entry point ------------------------------------------------------
+
+    def reconcile(self, request: Request) -> Result:
+        rlog = logs.bind(
+            log,
+            reconcile_id=uuid.uuid4().hex[:12],
+            kind=self.gvk.kind,
+            namespace=request.namespace,
+            name=request.name,
+        )
+        obj = self._read(request)
+        if obj is None:
+            rlog.debug("object gone; nothing to do")
+            return Result()
+        meta = obj.get("metadata") or {}
+        finalizer = self.watch.finalizer
+        present = finalizer is not None and finalizer.name in (meta.get("finalizers") or [])
+        if meta.get("deletionTimestamp"):
+            if not present:
+                return Result()  # not ours to hold; garbage collection does the rest
+            return self._converge(obj, log=rlog, finalizing=True)
+        if finalizer is not None and not present:
+            obj = self._set_finalizer(obj, add=True)
+        return self._converge(obj, log=rlog, finalizing=False)
+
+    # -- steps ------------------------------------------------------------
+
+    def _read(self, request: Request) -> KubeObject | None:
+        if self._cache is not None:
+            cached = self._cache(request.key)
+            if cached is not None:
+                return cached
+        try:
+            return self._client.get(
+                self.gvk, name=request.name, namespace=request.namespace or None
+            )
+        except kube_errors.NotFoundError:
+            return None
+
+    def _set_finalizer(self, obj: KubeObject, *, add: bool) -> KubeObject:
+        assert self.watch.finalizer is not None
+        name = self.watch.finalizer.name
+        meta = obj["metadata"]
+        current = list(meta.get("finalizers") or [])
+        wanted = [*current, name] if add else [f for f in current if f != name]
+        # resourceVersion makes this a compare-and-swap: a concurrent writer's change
+        # to the list is not lost; the conflict surfaces as a retried reconcile.
+        return self._client.patch(
+            self.gvk,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            body={"metadata": {"finalizers": wanted, "resourceVersion": meta["resourceVersion"]}},
+        )
+
+    def _converge(self, obj: KubeObject, *, log: logs.BoundLogger, finalizing: bool) -> Result:
+        meta = obj["metadata"]
+        annotations = meta.get("annotations") or {}
+        manage = self.watch.manage_status
+        try:
+            period = self._reconcile_period(annotations)
+        except ValueError as exc:
+            message = f"Unable to parse reconcile period annotation: {exc}"
+            if manage:
+                self._write_status(obj, lambda c: status.mark_error(c, message=message, now=_now()))
+            raise errors.ReconcileError(message) from exc
+
+        if manage:
+            self._write_status(obj, lambda c: status.mark_running(c, now=_now()))
+        result = self._run_ansible(obj, log=log, finalizing=finalizing, annotations=annotations)
+
+        if manage and not (finalizing and not result.failed):
+            self._write_status(obj, _done(result), observed=meta.get("generation"))
+
+        if result.failed:
+            raise ReconcileFailed(failure_message(result))
+        if finalizing:
+            with contextlib.suppress(kube_errors.NotFoundError):
+                live = self._client.get(
+                    self.gvk, name=meta["name"], namespace=meta.get("namespace")
+                )
+                self._set_finalizer(live, add=False)
+            log.info("finalizer ran; removed it")
+            return Result()
+        if result.requeue_after is not None:
+            return Result(requeue_after=result.requeue_after, requested=True)
+        return Result(requeue_after=period)
+
+    def _run_ansible(
+        self,
+        obj: KubeObject,
+        *,
+        log: logs.BoundLogger,
+        finalizing: bool,
+        annotations: Mapping[str, str],
+    ) -> ansible_runner.RunResult:
+        meta = obj["metadata"]
+        watch = self.watch
+        target_role, target_playbook = watch.role, watch.playbook
+        finalizer_vars: Mapping[str, object] | None = None
+        if finalizing and watch.finalizer is not None:
+            finalizer_vars = watch.finalizer.vars
+            if watch.finalizer.role is not None or watch.finalizer.playbook is not None:
+                target_role, target_playbook = watch.finalizer.role, watch.finalizer.playbook
+        variables = extravars.build(
+            obj=obj,
+            snake_case=watch.snake_case_parameters,
+            mark_unsafe=watch.mark_unsafe,
+            watch_vars=watch.vars,
+            finalizer_vars=finalizer_vars,
+        )
+        with self._environment.for_owner(obj) as env:
+            spec = ansible_runner.RunSpec(
+                ident=uuid.uuid4().hex[:16],
+                private_data_dir=self._private_dir(meta),
+                playbook=target_playbook,
+                role=target_role.name if target_role else None,
+                roles_path=tuple(
+                    p
+                    for p in (
+                        [target_role.roles_path] if target_role and target_role.roles_path else []
+                    )
+                )
+                + tuple(Path(p) for p in self._settings.ansible_roles_path),
+                extravars=variables,
+                envvars=dict(env),
+                verbosity=self._verbosity(annotations),
+                cmdline=self._settings.ansible_args,
+                rotate_artifacts=self._max_artifacts(annotations),
+                log_events=ansible_runner.LogEvents(self._settings.ansible_log_events.value),
+                collections_path=tuple(Path(p) for p in self._settings.ansible_collections_path),
+            )
+            result = self._runner.run(spec, log=log)
+        if self._on_run is not None:
+            self._on_run(self.gvk, failed=result.failed, seconds=result.duration)
+        return result
+
+    # -- helpers ----------------------------------------------------------
+
+    def _write_status(
+        self,
+        obj: KubeObject,
+        transition: Transition,
+        *,
+        observed: int | None = None,
+    ) -> None:
+        meta = obj["metadata"]
+        status.write(
+            self._client,
+            gvk=self.gvk,
+            namespace=meta.get("namespace") or "",
+            name=meta["name"],
+            conditions_update=transition,
+            observed_generation=observed,
+        )
+
+    def _private_dir(self, meta: Mapping[str, str]) -> Path:
+        gvk = self.gvk
+        return (
+            self._settings.runner_dir
+            / (gvk.group or "core")
+            / gvk.version
+            / gvk.kind
+            / (meta.get("namespace") or "_cluster")
+            / meta["name"]
+        )
+
+    def _reconcile_period(self, annotations: Mapping[str, str]) -> float:
+        value = annotations.get(settings_mod.RECONCILE_PERIOD_ANNOTATION)
+        if value:
+            return watches.parse_duration(value)
+        # operator-sdk: only a non-zero watches.yaml period overrides the flag.
+        return self.watch.reconcile_period or self._settings.reconcile_period
+
+    def _verbosity(self, annotations: Mapping[str, str]) -> int:
+        value = annotations.get(settings_mod.VERBOSITY_ANNOTATION)
+        if value and value.isdigit() and 0 <= int(value) <= 7:
+            return int(value)
+        return self._settings.verbosity_for(self.gvk)
+
+    def _max_artifacts(self, annotations: Mapping[str, str]) -> int:
+        value = annotations.get(settings_mod.MAX_ARTIFACTS_ANNOTATION)
+        if value and value.isdigit():
+            return int(value)
+        return self.watch.max_runner_artifacts
+
+
+def _done(result: ansible_runner.RunResult) -> Transition:
+    """The final condition transition for a finished run."""
+    summary = status.AnsibleResult(
+        ok=result.ok,
+        changed=result.changed,
+        skipped=result.skipped,
+        failures=result.failures,
+        completion=result.completion,
+    )
+    if result.failed:
+        message = failure_message(result)
+        return lambda c: status.mark_failed(c, result=summary, message=message, now=_now())
+    return lambda c: status.mark_successful(c, result=summary, now=_now())
+
+
+def failure_message(result: ansible_runner.RunResult) -> str:
+    """operator-sdk's Failure message: each failed task's message, one per line; we also
+    name the task so the status says where it broke."""
+    if not result.failed_tasks:
+        return "unknown playbook failure"
+    return "\n".join(f"{task.task}: {task.message}" for task in result.failed_tasks)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

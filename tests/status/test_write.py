@@ -1,0 +1,221 @@
+"""write(): read live, transition, merge-patch status with a resourceVersion; retry on 409."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from runner import errors, status
+from runner.kube import errors as kube_errors
+from runner.kube.client import Client
+from runner.kube.types import GVK, KubeObject
+from runner.status import Condition
+
+GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+RUNNING = [
+    {
+        "type": "Running",
+        "status": "True",
+        "lastTransitionTime": "2024-01-01T00:00:00Z",
+        "reason": "Running",
+        "message": "Running reconciliation",
+    }
+]
+
+
+def _client_satisfies_protocol(client: Client) -> status.StatusClient:
+    return client  # mypy proves the real client fits what write() needs
+
+
+def merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(out.get(key), value)
+    return out
+
+
+class FakeClient:
+    """An API server holding one object: GET, and PATCH with resourceVersion checks."""
+
+    def __init__(self, obj: KubeObject | None) -> None:
+        self.obj = obj
+        self.gets = 0
+        self.patches: list[dict[str, Any]] = []
+        # Runs after each GET, to play another writer racing us.
+        self.after_get: Callable[[KubeObject], None] = lambda obj: None
+        self.vanish_on_patch = False
+
+    def _not_found(self, method: str) -> kube_errors.NotFoundError:
+        return kube_errors.NotFoundError(status=404, method=method, path="/x", body={})
+
+    def get(self, gvk: GVK, *, name: str, namespace: str | None = None) -> KubeObject:
+        self.gets += 1
+        if self.obj is None:
+            raise self._not_found("GET")
+        seen = copy.deepcopy(self.obj)
+        self.after_get(self.obj)
+        return seen
+
+    def patch(
+        self,
+        gvk: GVK,
+        *,
+        name: str,
+        namespace: str | None = None,
+        body: Any,
+        subresource: str = "",
+    ) -> KubeObject:
+        assert subresource == "status", f"expected a status-subresource patch, got {subresource!r}"
+        self.patches.append(copy.deepcopy(body))
+        if self.obj is None or self.vanish_on_patch:
+            raise self._not_found("PATCH")
+        current = self.obj["metadata"]["resourceVersion"]
+        if body["metadata"]["resourceVersion"] != current:
+            raise kube_errors.ConflictError(status=409, method="PATCH", path="/x", body={})
+        self.obj = merge(self.obj, {"status": body["status"]})
+        bump(self.obj)
+        return copy.deepcopy(self.obj)
+
+
+def bump(obj: KubeObject) -> None:
+    obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+
+
+def cr(status_: dict[str, Any] | None = None, *, rv: str = "7") -> KubeObject:
+    obj: KubeObject = {
+        "apiVersion": "cache.example.com/v1alpha1",
+        "kind": "Memcached",
+        "metadata": {"name": "mc", "namespace": "ns", "resourceVersion": rv, "generation": 2},
+        "spec": {"size": 3},
+    }
+    if status_ is not None:
+        obj["status"] = status_
+    return obj
+
+
+def mark_running(conditions: list[Condition]) -> list[Condition]:
+    return status.mark_running(conditions, now=NOW)
+
+
+def write(client: FakeClient, *, observed_generation: int | None = 2, retries: int = 5) -> Any:
+    return status.write(
+        client,
+        gvk=GVK_,
+        namespace="ns",
+        name="mc",
+        conditions_update=mark_running,
+        observed_generation=observed_generation,
+        retries=retries,
+    )
+
+
+def test_patch_holds_resource_version_conditions_and_generation_only() -> None:
+    client = FakeClient(cr({"nodes": ["mc-0"], "conditions": []}))
+    updated = write(client)
+    assert client.patches == [
+        {
+            "metadata": {"resourceVersion": "7"},
+            "status": {"conditions": RUNNING, "observedGeneration": 2},
+        }
+    ]
+    assert updated["status"] == {"nodes": ["mc-0"], "conditions": RUNNING, "observedGeneration": 2}
+
+
+@pytest.mark.parametrize(
+    ("live_status", "observed_generation", "patched"),
+    [
+        pytest.param(
+            {"conditions": RUNNING, "observedGeneration": 2}, 2, False, id="nothing-changed"
+        ),
+        pytest.param({"conditions": RUNNING}, None, False, id="no-generation-to-record"),
+        pytest.param(
+            {"conditions": RUNNING, "observedGeneration": 1}, 2, True, id="generation-moved"
+        ),
+        pytest.param({"conditions": []}, None, True, id="conditions-changed"),
+        pytest.param(
+            {"conditions": ["junk", *RUNNING]}, None, True, id="non-object-entries-dropped"
+        ),
+    ],
+)
+def test_write_is_skipped_when_the_patch_would_change_nothing(
+    live_status: dict[str, Any], observed_generation: int | None, patched: bool
+) -> None:
+    client = FakeClient(cr(copy.deepcopy(live_status)))
+    updated = write(client, observed_generation=observed_generation)
+    assert bool(client.patches) == patched, f"patches sent: {client.patches}"
+    assert updated["status"]["conditions"] == RUNNING
+
+
+def test_missing_status_is_created() -> None:
+    client = FakeClient(cr())
+    updated = write(client, observed_generation=None)
+    assert client.patches[0]["status"] == {"conditions": RUNNING}
+    assert updated["status"] == {"conditions": RUNNING}
+
+
+def test_conflict_rereads_and_keeps_the_other_writers_fields() -> None:
+    client = FakeClient(cr({"conditions": []}))
+    raced = False
+
+    def role_writes_nodes(obj: KubeObject) -> None:
+        nonlocal raced
+        if not raced:  # once: k8s_status lands between our GET and PATCH
+            raced = True
+            obj["status"]["nodes"] = ["mc-0"]
+            bump(obj)
+
+    client.after_get = role_writes_nodes
+    updated = write(client)
+    assert client.gets == 2, "a 409 must be answered by reading the object again"
+    assert [p["metadata"]["resourceVersion"] for p in client.patches] == ["7", "8"]
+    assert updated["status"] == {"nodes": ["mc-0"], "conditions": RUNNING, "observedGeneration": 2}
+
+
+def test_conflict_transition_runs_on_the_fresh_conditions() -> None:
+    client = FakeClient(cr({"conditions": []}))
+    custom = {"type": "Ready", "status": "True", "reason": "Up", "message": ""}
+
+    def add_custom_once(obj: KubeObject) -> None:
+        if not obj["status"]["conditions"]:
+            obj["status"]["conditions"] = [custom]
+            bump(obj)
+
+    client.after_get = add_custom_once
+    updated = write(client)
+    assert updated["status"]["conditions"] == [custom, *RUNNING]
+
+
+def test_persistent_conflict_gives_up_after_retries() -> None:
+    client = FakeClient(cr({"conditions": []}))
+    client.after_get = bump
+    with pytest.raises(errors.ReconcileError, match="after 3 retries") as caught:
+        write(client, retries=3)
+    assert isinstance(caught.value.__cause__, kube_errors.ConflictError)
+    assert (client.gets, len(client.patches)) == (4, 4), "one try plus three retries"
+
+
+@pytest.mark.parametrize(
+    ("obj", "vanish_on_patch", "patches"),
+    [
+        pytest.param(None, False, 0, id="gone-before-read"),
+        pytest.param(cr({"conditions": []}), True, 1, id="gone-before-patch"),
+    ],
+)
+def test_deleted_object_returns_none(
+    obj: KubeObject | None, vanish_on_patch: bool, patches: int
+) -> None:
+    client = FakeClient(obj)
+    client.vanish_on_patch = vanish_on_patch
+    assert write(client) is None
+    assert len(client.patches) == patches
