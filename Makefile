@@ -19,8 +19,14 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CLUSTER_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 KUBECTL = $(shell $(PY) -m devcluster which kubectl)
 
-# `make run` uses the configured cluster if there is one, else the embedded one.
-HAVE_CLUSTER := $(shell if [ -n "$$KUBECONFIG" ] || [ -f "$$HOME/.kube/config" ]; then echo yes; fi)
+# Targets that talk to a cluster use $KUBECONFIG (or ~/.kube/config) when one is
+# configured, else the embedded cluster, started on demand.
+ifeq ($(strip $(KUBECONFIG)),)
+ifeq ($(wildcard $(HOME)/.kube/config),)
+USE_EMBEDDED := yes
+export KUBECONFIG := $(CLUSTER_KUBECONFIG)
+endif
+endif
 
 ##@ General
 
@@ -66,6 +72,43 @@ unit: venv ## Unit tests only (no cluster).
 .PHONY: bench
 bench: venv cluster-binaries ## Benchmarks on the embedded cluster (prints figures).
 	$(PY) bench/reconcile.py
+
+.PHONY: run
+run: venv $(if $(USE_EMBEDDED),cluster-up) install ## Run the operator in the foreground (embedded cluster if none is configured).
+	@echo "KUBECONFIG=$$KUBECONFIG — try: $(KUBECTL) apply -f config/samples/cache_v1alpha1_memcached.yaml"
+	ANSIBLE_ROLES_PATH=$(CURDIR)/roles $(BIN)/playbook-operator run --watches-file=./watches.yaml \
+		--health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=127.0.0.1:8080 --zap-devel
+
+##@ Deployment
+
+.PHONY: install
+install: venv $(if $(USE_EMBEDDED),cluster-up) ## Install the CRDs into the cluster.
+	$(KUBECTL) apply -k config/crd
+
+.PHONY: uninstall
+uninstall: venv ## Remove the CRDs from the cluster.
+	$(KUBECTL) delete -k config/crd --ignore-not-found
+
+.PHONY: deploy
+deploy: venv $(if $(USE_EMBEDDED),cluster-up) ## Deploy the operator with kustomize (config/default), image IMG.
+	cd config/manager && $(KUBECTL) kustomize . >/dev/null
+	$(KUBECTL) kustomize config/default | sed "s|controller:latest|$(IMG)|g" | $(KUBECTL) apply -f -
+
+.PHONY: undeploy
+undeploy: venv ## Remove everything deploy created.
+	$(KUBECTL) delete -k config/default --ignore-not-found
+
+.PHONY: docker-build
+docker-build: ## Build the operator image IMG (needs a container engine).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: molecule
+molecule: venv cluster-binaries ## Molecule scenario against the embedded cluster (MOLECULE_SCENARIO=default for $$KUBECONFIG).
+	$(BIN)/molecule test -s $${MOLECULE_SCENARIO:-embedded}
 
 ##@ Embedded cluster
 

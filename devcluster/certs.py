@@ -1,0 +1,224 @@
+"""The cluster's throwaway PKI: a CA, the apiserver's serving cert, the admin and
+front-proxy client certs, and the service-account signing key.
+
+envtest does the same (``certs/tinyca.go``): one CA signs both the serving certificate
+(so the kubeconfig can verify the server instead of skipping TLS checks) and the admin
+client certificate (user ``admin`` in group ``system:masters``, which RBAC lets do
+anything). ECDSA keys keep generation in the milliseconds; the service-account key is
+RSA because every token consumer accepts RS256.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+#: Names the serving certificate is valid for: loopback, and the in-cluster service names.
+SERVER_DNS = (
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+SERVER_IPS = ("127.0.0.1", "::1", "10.0.0.1")
+VALIDITY = datetime.timedelta(days=365)
+FRONT_PROXY_CLIENT = "front-proxy-client"
+
+
+@dataclass(frozen=True)
+class Pki:
+    """File paths of the PKI inside a data dir (see ``layout``)."""
+
+    directory: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.directory / "ca.crt"
+
+    @property
+    def ca_key(self) -> Path:
+        return self.directory / "ca.key"
+
+    @property
+    def server_cert(self) -> Path:
+        return self.directory / "apiserver.crt"
+
+    @property
+    def server_key(self) -> Path:
+        return self.directory / "apiserver.key"
+
+    @property
+    def admin_cert(self) -> Path:
+        return self.directory / "admin.crt"
+
+    @property
+    def admin_key(self) -> Path:
+        return self.directory / "admin.key"
+
+    @property
+    def proxy_cert(self) -> Path:
+        return self.directory / "front-proxy-client.crt"
+
+    @property
+    def proxy_key(self) -> Path:
+        return self.directory / "front-proxy-client.key"
+
+    @property
+    def sa_key(self) -> Path:
+        return self.directory / "sa.key"
+
+    @property
+    def sa_pub(self) -> Path:
+        return self.directory / "sa.pub"
+
+
+def _write(path: Path, data: bytes, *, private: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _key_pem(key: PrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _cert_pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _builder(*, subject: x509.Name, issuer: x509.Name, key: PrivateKey) -> x509.CertificateBuilder:
+    # Back-date a little so a clock step right after start-up does not invalidate it.
+    now = datetime.datetime.now(datetime.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + VALIDITY)
+    )
+
+
+def _name(common_name: str, *organizations: str) -> x509.Name:
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    return x509.Name([*attributes, x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _leaf(
+    *,
+    ca_cert: x509.Certificate,
+    ca_key: PrivateKey,
+    subject: x509.Name,
+    usage: x509.ObjectIdentifier,
+    sans: list[x509.GeneralName],
+) -> tuple[x509.Certificate, PrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    builder = (
+        _builder(subject=subject, issuer=ca_cert.subject, key=key)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    return builder.sign(ca_key, hashes.SHA256()), key
+
+
+def generate(pki: Pki) -> None:
+    """Write a fresh CA, serving cert, admin client cert and service-account key pair."""
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_subject = _name("devcluster-ca")
+    ca_cert = (
+        _builder(subject=ca_subject, issuer=ca_subject, key=ca_key)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write(pki.ca_cert, _cert_pem(ca_cert))
+    _write(pki.ca_key, _key_pem(ca_key), private=True)
+
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in SERVER_DNS]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVER_IPS]
+    server_cert, server_key = _leaf(
+        ca_cert=ca_cert,
+        ca_key=ca_key,
+        subject=_name("kube-apiserver"),
+        usage=ExtendedKeyUsageOID.SERVER_AUTH,
+        sans=sans,
+    )
+    _write(pki.server_cert, _cert_pem(server_cert))
+    _write(pki.server_key, _key_pem(server_key), private=True)
+
+    admin_cert, admin_key = _leaf(
+        ca_cert=ca_cert,
+        ca_key=ca_key,
+        subject=_name("admin", "system:masters"),
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+        sans=[],
+    )
+    _write(pki.admin_cert, _cert_pem(admin_cert))
+    _write(pki.admin_key, _key_pem(admin_key), private=True)
+
+    # The aggregation layer's client: lets the apiserver proxy to extension API servers
+    # and publishes a request-header CA that kube-controller-manager/-scheduler expect.
+    proxy_cert, proxy_key = _leaf(
+        ca_cert=ca_cert,
+        ca_key=ca_key,
+        subject=_name(FRONT_PROXY_CLIENT),
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+        sans=[],
+    )
+    _write(pki.proxy_cert, _cert_pem(proxy_cert))
+    _write(pki.proxy_key, _key_pem(proxy_key), private=True)
+
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    _write(pki.sa_key, _key_pem(sa_key), private=True)
+    _write(
+        pki.sa_pub,
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        ),
+    )

@@ -1,0 +1,77 @@
+"""Which versions the embedded control plane is built from, read from where they are pinned.
+
+Kubernetes and etcd are pinned by the wrapper modules under ``hack/cluster/`` (their
+``go.mod`` files are the single source of truth); kwok is installed straight from the
+module proxy, so its pin lives here. ``builder`` compares these against the stamp it
+wrote last time, and ``binaries`` names the bin directory after the Kubernetes pin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+#: kwok is `go install`ed at this version (v0.8.0 is the newest whose go.mod fits Go 1.26).
+KWOK_VERSION = "v0.8.0"
+KWOK_MODULE = "sigs.k8s.io/kwok"
+
+
+def repo_root() -> Path:
+    """The checkout this package lives in (the dev cluster is a development tool, run from it)."""
+    return Path(__file__).resolve().parent.parent
+
+
+def module_dir(name: str) -> Path:
+    """``hack/cluster/<name>``: the Go wrapper module for ``k8s`` or ``etcd``."""
+    return repo_root() / "hack" / "cluster" / name
+
+
+@dataclass(frozen=True)
+class Pins:
+    """Pinned versions plus a digest of each wrapper module's sources.
+
+    The digests make an edit to ``main.go`` or ``go.sum`` count as a pin change too.
+    """
+
+    kubernetes: str
+    etcd: str
+    kwok: str
+    k8s_sources: str
+    etcd_sources: str
+
+    @property
+    def kubernetes_major(self) -> str:
+        return self.kubernetes.lstrip("v").split(".")[0]
+
+    @property
+    def kubernetes_minor(self) -> str:
+        return self.kubernetes.lstrip("v").split(".")[1]
+
+
+def _required_version(go_mod: Path, module: str) -> str:
+    text = go_mod.read_text()
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", text, re.MULTILINE)
+    if match is None:
+        raise ValueError(f"{go_mod}: no requirement on {module}")
+    return match.group(1)
+
+
+def _digest(directory: Path) -> str:
+    sha = hashlib.sha256()
+    for name in ("go.mod", "go.sum", "main.go"):
+        path = directory / name
+        sha.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
+    return sha.hexdigest()[:16]
+
+
+def load() -> Pins:
+    k8s, etcd = module_dir("k8s"), module_dir("etcd")
+    return Pins(
+        kubernetes=_required_version(k8s / "go.mod", "k8s.io/kubernetes"),
+        etcd=_required_version(etcd / "go.mod", "go.etcd.io/etcd/server/v3"),
+        kwok=KWOK_VERSION,
+        k8s_sources=_digest(k8s),
+        etcd_sources=_digest(etcd),
+    )

@@ -1,0 +1,1 @@
+"""Playbook Operator's tests; a package so tests can share ``tests.helpers``."""

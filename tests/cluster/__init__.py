@@ -1,0 +1,1 @@
+"""Proofs that the embedded cluster behaves like a real one."""
