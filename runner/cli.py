@@ -101,6 +101,13 @@ def parser() -> argparse.ArgumentParser:
     )
     _flag(
         run,
+        "--cache-reads",
+        default=defaults.cache_reads,
+        help="serve roles' reads of watched kinds from the runner's caches",
+        **b,
+    )
+    _flag(
+        run,
         "--proxy-port",
         type=int,
         default=defaults.proxy_port,
@@ -214,6 +221,7 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         ansible_collections_path=collections_path,
         ansible_log_events=settings_mod.LogEventsLevel(args.ansible_log_events),
         inject_owner_ref=args.inject_owner_ref,
+        cache_reads=args.cache_reads,
         proxy_port=args.proxy_port,
         metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address,

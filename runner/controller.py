@@ -72,6 +72,15 @@ class Controller:
             keys = map_keys(event) if map_keys else [object_key(event.obj)]
             priority = queue_mod.Priority.RESYNC if event.initial else queue_mod.Priority.EVENT
             for key in keys:
+                log.debug(
+                    "enqueued",
+                    extra={
+                        "kind": self.gvk.kind,
+                        "object": key,
+                        "event": event.type.value,
+                        "initial": event.initial,
+                    },
+                )
                 self.queue.add(key, priority=priority)
 
         return handle

@@ -53,6 +53,7 @@ class DependentWatches:
         watches_by_gvk: dict[GVK, watches.Watch],
         enqueue_for: dict[GVK, Enqueue],
         owner_namespaced: dict[GVK, bool],
+        is_own_write: Callable[[KubeObject], bool] = lambda obj: False,
     ) -> None:
         self._client = client
         self._namespaces: list[str | None] = list(namespaces) or [None]
@@ -60,6 +61,7 @@ class DependentWatches:
         self._watches = watches_by_gvk
         self._enqueue_for = enqueue_for
         self._owner_namespaced = owner_namespaced
+        self._is_own_write = is_own_write
         self._owners: dict[GVK, set[GVK]] = {}  # child kind → owner kinds
         self._informers: dict[GVK, list[source.Informer]] = {}
         self._lock = threading.Lock()
@@ -126,6 +128,8 @@ class DependentWatches:
         def handle(event: predicate.Event) -> None:
             if not predicate.dependent(event):
                 return
+            if event.type is predicate.EventType.MODIFIED and self._is_own_write(event.obj):
+                return  # the echo of a write a run just made; reconciling again would loop
             with self._lock:
                 owner_kinds = list(self._owners.get(child_gvk, ()))
             for owner_gvk in owner_kinds:
@@ -134,6 +138,14 @@ class DependentWatches:
                     continue
                 namespaced = self._owner_namespaced.get(owner_gvk, True)
                 for key in owner_keys(event.obj, owner_gvk):
+                    log.debug(
+                        "dependent changed",
+                        extra={
+                            "event": event.type.value,
+                            "object": key,
+                            "child": (event.obj.get("metadata") or {}).get("name"),
+                        },
+                    )
                     # A cluster-scoped owner's key has no namespace part.
                     enqueue(
                         key if namespaced else ObjectKey(key.rpartition("/")[2]),

@@ -25,9 +25,14 @@ _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
-    return {
+    found = {
         k: v for k, v in record.__dict__.items() if k not in _STANDARD and not k.startswith("_")
     }
+    # BoundLogger nests its fields so names like "name" cannot clash with LogRecord's own.
+    nested = found.pop("fields", None)
+    if isinstance(nested, dict):
+        found.update(nested)
+    return found
 
 
 class JsonFormatter(logging.Formatter):
@@ -76,7 +81,7 @@ class BoundLogger(logging.LoggerAdapter[logging.Logger]):
     ) -> tuple[Any, MutableMapping[str, Any]]:
         bound = dict(self.extra or {})
         bound.update(kwargs.get("extra") or {})
-        kwargs["extra"] = bound
+        kwargs["extra"] = {"fields": bound}
         return msg, kwargs
 
 

@@ -85,7 +85,7 @@ class Manager:
                 port=settings.proxy_port,
                 inject_owner=True,
                 on_child=self._on_child,
-                cache=self._cached,
+                cache=self._cached if settings.cache_reads else None,
             )
             environment = self.proxy
         else:
@@ -143,6 +143,7 @@ class Manager:
             watches_by_gvk={w.gvk: w for w in settings.watches},
             enqueue_for=enqueue_for,
             owner_namespaced=owner_namespaced,
+            is_own_write=self.proxy.is_own_write if self.proxy else (lambda obj: False),
         )
         self.metrics.add_queue_gauges(
             depth=lambda: {gvk: c.queue.depth() for gvk, c in self.controllers.items()},

@@ -22,6 +22,7 @@ Streams (watch, follow) are relayed; exec/attach/port-forward upgrades are not.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -49,6 +50,8 @@ log = logging.getLogger("runner.proxy")
 PRIMARY_RESOURCE = "operator-sdk/primary-resource"
 PRIMARY_RESOURCE_TYPE = "operator-sdk/primary-resource-type"
 _FORWARDED_HEADERS = ("content-type", "accept", "user-agent")
+_OWN_WRITES_KEPT = 4096
+_WRITE_WAIT = 5.0  # seconds an informer waits for an in-flight write's answer
 
 
 @dataclass(frozen=True)
@@ -166,10 +169,15 @@ class OwnerProxy:
         self.cache = cache
         self._sessions: dict[str, Owner] = {}
         self._lock = threading.Lock()
+        self._writes_done = threading.Condition(self._lock)
+        self._in_flight: collections.Counter[tuple[GVK, str, str]] = collections.Counter()
         self._dir = Path(tempfile.mkdtemp(prefix="playbook-operator-proxy-"))
         os.chmod(self._dir, 0o700)  # per-run kubeconfigs hold live tokens
         self._server = _Server(("127.0.0.1", port), _handler_for(self))
         self.cache_hits = 0
+        # (uid, resourceVersion) of objects our runs wrote: their watch events are echoes
+        # of our own changes and must not trigger yet another reconcile.
+        self._own_writes: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="proxy", daemon=True
         )
@@ -246,6 +254,36 @@ class OwnerProxy:
         inject(owner, child, child_namespaced=resource.namespaced, child_namespace=namespace)
         return json.dumps(child).encode()
 
+    def begin_write(self, key: tuple[GVK, str, str]) -> None:
+        with self._lock:
+            self._in_flight[key] += 1
+
+    def end_write(self, key: tuple[GVK, str, str], payload: Any) -> None:
+        """Forget the in-flight write; remember the version it produced."""
+        meta = payload.get("metadata") if isinstance(payload, dict) else None
+        with self._lock:
+            self._in_flight[key] -= 1
+            if self._in_flight[key] <= 0:
+                del self._in_flight[key]
+            if isinstance(meta, dict) and meta.get("uid"):
+                self._own_writes[(str(meta["uid"]), str(meta.get("resourceVersion", "")))] = None
+                while len(self._own_writes) > _OWN_WRITES_KEPT:
+                    self._own_writes.popitem(last=False)
+            self._writes_done.notify_all()
+
+    def is_own_write(self, obj: KubeObject) -> bool:
+        """True if ``obj`` is exactly the version one of our runs wrote.
+
+        The API server may deliver the watch event before the write's response
+        reaches us; if a write to this object is in flight, wait for it (briefly).
+        """
+        meta = obj.get("metadata") or {}
+        key = (GVK.of(obj), str(meta.get("namespace") or ""), str(meta.get("name", "")))
+        version = (str(meta.get("uid", "")), str(meta.get("resourceVersion", "")))
+        with self._lock:
+            self._writes_done.wait_for(lambda: key not in self._in_flight, timeout=_WRITE_WAIT)
+            return version in self._own_writes
+
     def observe(self, owner: Owner, resource: Resource, payload: Any) -> None:
         if self.on_child is None or not isinstance(payload, dict):
             return
@@ -272,6 +310,21 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
             "message": message,
         }
     ).encode()
+
+
+def _write_key(
+    method: str, target: Target | None, resource: Resource | None, body: bytes | None
+) -> tuple[GVK, str, str] | None:
+    """Which object a mutating request writes, when it can be told before the answer."""
+    if method not in ("POST", "PUT", "PATCH") or target is None or resource is None:
+        return None
+    if target.subresource and target.subresource != "status":
+        return None
+    name = target.name
+    if not name and body:
+        with contextlib.suppress(ValueError, AttributeError):
+            name = str((json.loads(body).get("metadata") or {}).get("name") or "")
+    return (resource.gvk, target.namespace, name) if name else None
 
 
 def _handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
@@ -354,9 +407,14 @@ def _handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
             ):
                 body = proxy.rewrite_body(owner, target, resource, body)
             headers = {k: v for k, v in self.headers.items() if k.lower() in _FORWARDED_HEADERS}
+            write_key = _write_key(self.command, target, resource, body)
+            if write_key is not None:
+                proxy.begin_write(write_key)
             try:
                 upstream = proxy.client.forward(self.command, self.path, body=body, headers=headers)
             except kube_errors.TransportError as exc:
+                if write_key is not None:
+                    proxy.end_write(write_key, None)
                 self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
                 return
             try:
@@ -367,15 +425,24 @@ def _handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                     self._relay_stream(upstream)
                     return
                 data = upstream.read(decode_content=True)
+                payload: Any = None
+                if target and resource and 200 <= upstream.status < 300 and not target.subresource:
+                    with contextlib.suppress(ValueError):
+                        payload = json.loads(data)
+                if write_key is not None:
+                    # Before the run sees the answer: the watch echo of this write is known.
+                    proxy.end_write(write_key, payload if 200 <= upstream.status < 300 else None)
+                    write_key = None
                 self._send(
                     upstream.status,
                     data,
                     {"Content-Type": upstream.headers.get("Content-Type", "application/json")},
                 )
-                if target and resource and 200 <= upstream.status < 300 and not target.subresource:
-                    with contextlib.suppress(ValueError):
-                        proxy.observe(owner, resource, json.loads(data))
+                if payload is not None and resource is not None:
+                    proxy.observe(owner, resource, payload)
             finally:
+                if write_key is not None:
+                    proxy.end_write(write_key, None)
                 upstream.release_conn()
 
         def _relay_stream(self, upstream: Any) -> None:

@@ -50,6 +50,7 @@ class Settings:
     ansible_collections_path: tuple[str, ...] = ()
     ansible_log_events: LogEventsLevel = LogEventsLevel.TASKS
     inject_owner_ref: bool = True
+    cache_reads: bool = True  # serve roles' GETs of watched kinds from informer caches
     proxy_port: int = 8888
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":6789"

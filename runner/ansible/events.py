@@ -1,0 +1,258 @@
+"""Reading one run's job events: what failed, what was asked for, what to log.
+
+Part of the Ansible stage (watch → queue → reconcile → **ansible** → status).
+ansible-runner hands every job event of a run to :meth:`Tally.handle`, in
+order, on one thread; after the run the runner turns the tally into a
+``RunResult``. Semantics are operator-sdk's:
+
+- a run failed when a ``runner_on_failed`` event was neither ``ignore_errors``
+  nor rescued (the exit code is not used). Events do not say whether a block's
+  ``rescue`` caught them, so ``playbook_on_stats`` decides: a host's first
+  ``rescued`` failures were the rescued ones. Unlike operator-sdk, an
+  unreachable host also fails the run (operator-sdk would report success);
+- a ``requeue_after`` task's ``period`` is the requeue the role asks for;
+- log lines follow ``--ansible-log-events``: ``Tasks`` logs task starts
+  (except ``debug``/``set_fact``), debug output and failures; ``Everything`` one
+  line per event; ``Nothing`` nothing.
+
+Secrets: only what ansible-runner's callback emits is read, and it has already
+replaced the result and arguments of ``no_log`` tasks with a "censored" note.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from runner import watches
+
+#: The ``requeue_after`` module under the names a task may use for it.
+REQUEUE_ACTIONS = frozenset(
+    {"requeue_after", "playbook_operator.util.requeue_after", "operator_sdk.util.requeue_after"}
+)
+_QUIET_STARTS = frozenset(
+    {"debug", "ansible.builtin.debug", "set_fact", "ansible.builtin.set_fact"}
+)
+_DEBUG_ACTIONS = frozenset({"debug", "ansible.builtin.debug"})
+DEFAULT_FAILURE = "unknown playbook failure"
+# What ansible-runner's callback puts in place of a no_log task's arguments and result.
+CENSORED = "the output has been hidden due to the fact that 'no_log: true' was specified"
+_MESSAGE_LIMIT = 2000
+_TAIL_LINES = 40
+
+Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
+
+
+class LogEvents(Enum):
+    """How much of a run is logged (operator-sdk's ``--ansible-log-events``)."""
+
+    TASKS = "Tasks"
+    EVERYTHING = "Everything"
+    NOTHING = "Nothing"
+
+
+@dataclass(frozen=True)
+class FailedTask:
+    """A task that failed the run. ``message`` is the result's ``msg`` (operator-sdk's
+    Failure message), else its stderr or a compact rendering of the result."""
+
+    task: str
+    role: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class _Failure:
+    host: str
+    kind: str  # the event: runner_on_failed | runner_on_unreachable
+    task: FailedTask
+
+
+class Tally:
+    """Folds the job events of one run; not thread-safe (one reader per run)."""
+
+    def __init__(self, *, log: Logger, level: LogEvents, verbosity: int) -> None:
+        self._log = log
+        self._level = level
+        self._verbosity = verbosity
+        self._failures: list[_Failure] = []
+        self._output: deque[str] = deque(maxlen=_TAIL_LINES)
+        self.stats: Mapping[str, Any] | None = None
+        self.stats_created: str | None = None
+        self.requeue_after: float | None = None
+
+    # -- after the run ----------------------------------------------------
+
+    def failed_tasks(self) -> tuple[FailedTask, ...]:
+        """Failures that count: not ignored, not rescued, unreachable hosts included."""
+        rescued = dict(self._per_host("rescued"))
+        dark = self._per_host("dark")
+        counted: list[FailedTask] = []
+        for failure in self._failures:
+            if failure.kind == "runner_on_unreachable":
+                # ignore_unreachable leaves no trace in the events, only in the stats.
+                if self.stats is None or dark.get(failure.host, 0) > 0:
+                    counted.append(failure.task)
+            elif rescued.get(failure.host, 0) > 0:
+                rescued[failure.host] -= 1
+            else:
+                counted.append(failure.task)
+        return tuple(counted)
+
+    def count(self, key: str, host: str = "localhost") -> int:
+        """A ``playbook_on_stats`` counter for ``host`` (0 when absent)."""
+        return self._per_host(key).get(host, 0)
+
+    def output_tail(self) -> str:
+        """The last lines Ansible printed outside events (its own errors)."""
+        return "\n".join(self._output)
+
+    def _per_host(self, key: str) -> dict[str, int]:
+        table = (self.stats or {}).get(key)
+        if not isinstance(table, Mapping):
+            return {}
+        return {str(h): int(n) for h, n in table.items() if isinstance(n, int | float)}
+
+    # -- during the run ---------------------------------------------------
+
+    def handle(self, event: dict[str, Any]) -> bool:
+        """ansible-runner's ``event_handler``: fold and log one event. True: keep the
+        event's JSON under ``artifacts/<ident>/job_events``."""
+        try:
+            self._fold(event)
+            self._write_log(event)
+        except Exception:  # a bad event must not stop the reader and lose the rest
+            self._log.exception("could not read an ansible event")
+        return True
+
+    def _fold(self, event: Mapping[str, Any]) -> None:
+        name = event.get("event")
+        data = event.get("event_data") or {}
+        if name == "verbose":
+            self._output.append(str(event.get("stdout", "")))
+        elif (name == "runner_on_failed" and not data.get("ignore_errors")) or (
+            name == "runner_on_unreachable"
+        ):
+            self._failures.append(_Failure(_host(data), str(name), _failed_task(data)))
+        elif name == "runner_on_ok" and self.requeue_after is None and _is_requeue(data):
+            # operator-sdk acts on the first requeue_after and stops reading there.
+            self._read_period(data)
+        elif name == "playbook_on_stats":
+            self.stats = data
+            self.stats_created = str(event.get("created") or "") or None
+
+    def _read_period(self, data: Mapping[str, Any]) -> None:
+        res = data.get("res")
+        period = res.get("period") if isinstance(res, Mapping) else None
+        if not isinstance(period, str):
+            return
+        try:
+            self.requeue_after = watches.parse_duration(period)
+        except ValueError as exc:
+            task = FailedTask(task=_task(data), role=_role(data), message=str(exc))
+            self._failures.append(_Failure(_host(data), "runner_on_failed", task))
+
+    # -- logging ----------------------------------------------------------
+
+    def _write_log(self, event: Mapping[str, Any]) -> None:
+        if self._level is LogEvents.NOTHING:
+            return
+        name = str(event.get("event", ""))
+        data: Mapping[str, Any] = event.get("event_data") or {}
+        if self._level is LogEvents.EVERYTHING:
+            # ansible-core 2.19 prints a no_log task's failure message in its output
+            # ("[ERROR]: Task failed: Action failed: ..."), so that output stays out.
+            stdout = "" if _censored(data) else event.get("stdout", "")
+            self._log.info(
+                "ansible event", extra={"event": name, "event_data": data, "stdout": stdout}
+            )
+            return
+        if "task" not in data:
+            return
+        fields = {"task": _task(data), "role": _role(data)}
+        action = data.get("resolved_action") or data.get("task_action")
+        if self._verbosity > 0 and event.get("stdout") and not _censored(data):
+            self._log.info("ansible output", extra={**fields, "stdout": event["stdout"]})
+        elif name == "playbook_on_task_start" and action not in _QUIET_STARTS:
+            self._log.info("task started", extra=fields)
+        elif name == "runner_on_ok" and action in _DEBUG_ACTIONS:
+            self._log.info("debug", extra={**fields, "output": _debug_output(data.get("res"))})
+        elif name == "runner_on_failed":
+            extra = {**fields, "error": _failure_message(data.get("res")), "ignored": False}
+            if data.get("task_path"):
+                extra["task_path"] = data["task_path"]
+            if data.get("ignore_errors"):
+                self._log.info("task failed (ignored)", extra={**extra, "ignored": True})
+            else:
+                self._log.error("task failed", extra=extra)
+        elif name == "runner_on_unreachable":
+            error = _failure_message(data.get("res"))
+            self._log.error("host unreachable", extra={**fields, "error": error})
+
+
+def _host(data: Mapping[str, Any]) -> str:
+    return str(data.get("host") or "localhost")
+
+
+def _task(data: Mapping[str, Any]) -> str:
+    return str(data.get("task") or data.get("name") or data.get("task_action") or "")
+
+
+def _role(data: Mapping[str, Any]) -> str | None:
+    role = data.get("role")
+    return str(role) if role else None
+
+
+def _censored(data: Mapping[str, Any]) -> bool:
+    """Whether the event belongs to a ``no_log`` task."""
+    res = data.get("res")
+    if isinstance(res, Mapping) and "censored" in res:
+        return True
+    return str(data.get("task_args", "")).startswith(CENSORED)
+
+
+def _is_requeue(data: Mapping[str, Any]) -> bool:
+    return bool(REQUEUE_ACTIONS & {data.get("task_action"), data.get("resolved_action")})
+
+
+def _failed_task(data: Mapping[str, Any]) -> FailedTask:
+    return FailedTask(task=_task(data), role=_role(data), message=_failure_message(data.get("res")))
+
+
+def _failure_message(res: Any) -> str:
+    """``res.msg`` as operator-sdk reports it; else stderr, stdout or the result itself."""
+    if not isinstance(res, Mapping):
+        return DEFAULT_FAILURE
+    msg = res.get("msg")
+    if isinstance(msg, str) and msg.strip():
+        return _clip(msg)
+    for key in ("stderr", "module_stderr", "stdout", "module_stdout", "censored"):
+        text = res.get(key)
+        if isinstance(text, str) and text.strip():
+            return _clip(text.strip())
+    if msg is not None:
+        return _clip(json.dumps(msg, default=str))
+    shown = {k: v for k, v in res.items() if not k.startswith("_") and k != "invocation"}
+    return _clip(json.dumps(shown, sort_keys=True, default=str)) if shown else DEFAULT_FAILURE
+
+
+def _debug_output(res: Any) -> Any:
+    if not isinstance(res, Mapping):
+        return res
+    if "msg" in res:
+        return res["msg"]
+    shown = {
+        k: v for k, v in res.items() if not k.startswith("_") and k not in ("changed", "failed")
+    }
+    return shown
+
+
+def _clip(text: str) -> str:
+    if len(text) <= _MESSAGE_LIMIT:
+        return text
+    return text[: _MESSAGE_LIMIT - 1] + "…"

@@ -1,0 +1,339 @@
+"""The one place that runs Ansible: a private data dir in, a ``RunResult`` out.
+
+Part of the Ansible stage (watch → queue → reconcile → **ansible** → status).
+:class:`AnsibleRunner` is the only code in the runtime that knows
+ansible-runner's API. Per run it writes the CR's private data dir (extra vars,
+inventory, a play for a role), runs ``ansible-playbook`` through
+``ansible_runner.Runner`` and folds the job events (:mod:`runner.ansible.events`).
+
+Why not ``ansible_runner.run()``: it drives ``ansible-playbook`` through pexpect,
+whose ``close()`` sleeps a fixed 0.1 s per run (ptyprocess ``delayafterclose``)
+and forks from Python in a multi-threaded process; in the main thread it also
+replaces the SIGINT/SIGTERM handlers. ansible-runner's ``subprocess`` mode
+avoids all three, and streaming the child's stdout through our own pipe keeps
+events (and task logs) live instead of arriving after the run.
+
+Thread safety: runs on different private data dirs may proceed at once from
+several threads. Nothing here changes ``os.environ``, the working directory or
+signal handlers; the child gets its environment and cwd explicitly. Never run
+two runs on one private data dir at once (the queue never does).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import select
+import shlex
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+from ansible_runner.utils import OutputEventFilter
+
+from runner import errors
+from runner.ansible import events
+from runner.ansible.events import FailedTask, LogEvents, Logger
+
+__all__ = ["AnsibleRunner", "FailedTask", "LogEvents", "RunResult", "RunSpec", "strip_quotes"]
+
+#: The shipped ``playbook_operator.util`` collection, first on every collections path.
+COLLECTION_DIR = Path(__file__).resolve().parent.parent / "collection"
+#: Ansible's default collections path; kept after ours and the user's.
+DEFAULT_COLLECTIONS_PATH = ("~/.ansible/collections", "/usr/share/ansible/collections")
+#: Lets the collection's modules import ``runner.kube`` when the package is not installed.
+LIB_ENV = "PLAYBOOK_OPERATOR_LIB"
+_LIB_DIR = Path(__file__).resolve().parent.parent.parent
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """One run of a role or playbook for one custom resource.
+
+    ``private_data_dir`` is per CR and reused across runs; ``ident`` names this
+    run's ``artifacts/<ident>``. ``cmdline`` is operator-sdk's ``--ansible-args``
+    (outer single quotes are stripped). ``gathering_explicit``: default
+    ``ANSIBLE_GATHERING=explicit`` unless the environment sets it.
+    ``rotate_artifacts`` keeps that many artifact dirs (0 keeps all).
+    """
+
+    ident: str
+    private_data_dir: Path
+    extravars: Mapping[str, Any]
+    playbook: Path | None = None
+    role: str | None = None
+    roles_path: Sequence[Path] = ()
+    envvars: Mapping[str, str] = field(default_factory=dict)
+    verbosity: int = 0
+    cmdline: str = ""
+    rotate_artifacts: int = 20
+    log_events: LogEvents = LogEvents.TASKS
+    gathering_explicit: bool = True
+    collections_path: Sequence[Path] = ()
+    inventory: Path | None = None  # default: localhost, local connection, this Python
+    timeout: float | None = None  # seconds; the run is killed after it
+
+    def __post_init__(self) -> None:
+        if (self.playbook is None) == (self.role is None):
+            raise ValueError("RunSpec needs exactly one of playbook and role")
+        if not self.ident or "/" in self.ident or self.ident in (".", "..", "latest"):
+            raise ValueError(f"RunSpec ident {self.ident!r} cannot name an artifact dir")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """What one run did. Counters are ``playbook_on_stats`` for ``localhost``.
+
+    ``failed``: a task failed without ``ignore_errors`` and was not rescued (the
+    exit code is not used, as in operator-sdk). ``stats_missing``: Ansible ended
+    without ``playbook_on_stats`` (a syntax error, a missing role, a kill);
+    operator-sdk treats that as an error and ``output_tail`` says why.
+    ``requeue_after``: seconds from the first ``requeue_after`` task (operator-sdk
+    returns from the reconcile right there, without finishing the status).
+    ``completion``: RFC 3339 time of the run's end. ``status``/``rc``: ansible-runner's
+    view (``successful``, ``failed``, ``timeout``), for logs only.
+    """
+
+    ok: int
+    changed: int
+    skipped: int
+    failures: int
+    completion: str
+    failed: bool
+    failed_tasks: tuple[FailedTask, ...]
+    requeue_after: float | None
+    stats_missing: bool
+    duration: float
+    artifact_dir: Path
+    status: str
+    rc: int | None
+    output_tail: str
+
+
+def strip_quotes(cmdline: str) -> str:
+    """operator-sdk's ``--ansible-args`` handling: drop one pair of outer single quotes."""
+    if len(cmdline) >= 2 and cmdline[0] == "'" and cmdline[-1] == "'":
+        return cmdline[1:-1]
+    return cmdline
+
+
+class AnsibleRunner:
+    """Runs roles and playbooks with ansible-runner; one instance serves all workers."""
+
+    def __init__(
+        self,
+        *,
+        python: str = sys.executable,
+        ansible_playbook: str | None = None,
+        output_grace: float = 5.0,
+    ) -> None:
+        self._python = python
+        self._ansible_playbook = ansible_playbook or _find_ansible_playbook(python)
+        self._output_grace = output_grace
+
+    def run(self, spec: RunSpec, *, log: Logger) -> RunResult:
+        """Run ``spec`` to the end. Raises :class:`~runner.errors.AnsibleLaunchError`
+        when ansible-runner cannot start; a failing play is a ``RunResult``."""
+        started = time.monotonic()
+        tally = events.Tally(log=log, level=spec.log_events, verbosity=spec.verbosity)
+        try:
+            config = self._config(spec)
+        except (OSError, ValueError, ansible_runner.ConfigurationError) as exc:
+            raise errors.AnsibleLaunchError(f"cannot prepare the Ansible run: {exc}") from exc
+        artifact_dir = Path(config.artifact_dir)
+        status, rc = self._execute(config, tally=tally, artifact_dir=artifact_dir, log=log)
+        _rotate(artifact_dir.parent, keep=spec.rotate_artifacts, log=log)
+        _link_latest(artifact_dir)
+
+        failed_tasks = tally.failed_tasks()
+        return RunResult(
+            ok=tally.count("ok"),
+            changed=tally.count("changed"),
+            skipped=tally.count("skipped"),
+            failures=tally.count("failures"),
+            completion=tally.stats_created or datetime.now(UTC).isoformat(),
+            failed=bool(failed_tasks),
+            failed_tasks=failed_tasks,
+            requeue_after=tally.requeue_after,
+            stats_missing=tally.stats is None,
+            duration=time.monotonic() - started,
+            artifact_dir=artifact_dir,
+            status=str(status),
+            rc=rc if isinstance(rc, int) else None,
+            output_tail=tally.output_tail() if tally.stats is None else "",
+        )
+
+    # -- the private data dir -------------------------------------------------
+
+    def _config(self, spec: RunSpec) -> Any:
+        pdd = spec.private_data_dir.resolve()
+        for sub in ("env", "inventory", "project"):
+            (pdd / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+        _write_private(pdd / "env" / "extravars", json.dumps(spec.extravars, default=str))
+        env = self._environment(spec)
+
+        inventory = spec.inventory
+        if inventory is None:
+            inventory = pdd / "inventory" / "hosts"
+            line = f"localhost ansible_connection=local ansible_python_interpreter={self._python}"
+            _write_private(inventory, line + "\n")
+        if spec.playbook is not None:
+            playbook = spec.playbook.resolve()
+        else:
+            play: dict[str, Any] = {"name": spec.role, "hosts": "localhost"}
+            if env.get("ANSIBLE_GATHERING", os.environ.get("ANSIBLE_GATHERING")) == "explicit":
+                play["gather_facts"] = False
+            play["roles"] = [{"role": spec.role}]
+            playbook = pdd / "project" / "role.json"
+            _write_private(playbook, json.dumps([play]))
+
+        cmdline = strip_quotes(spec.cmdline.strip())
+        shlex.split(cmdline)  # a bad quote is a launch error, not a crash in ansible-runner
+        config = ansible_runner.RunnerConfig(
+            private_data_dir=str(pdd),
+            playbook=str(playbook),
+            inventory=str(inventory),
+            ident=spec.ident,
+            envvars=env,
+            cmdline=cmdline or None,
+            verbosity=spec.verbosity or None,
+            rotate_artifacts=0,  # we rotate, sparing the `latest` link
+            quiet=True,
+            # settings, not the same-named arguments: prepare() reads these from here.
+            settings={"suppress_output_file": True, "suppress_ansible_output": True},
+        )
+        config.prepare()
+        # ansible-runner's subprocess mode (see the module doc). RunnerConfig itself
+        # only offers pexpect, but Runner reads these attributes.
+        config.runner_mode = "subprocess"
+        config.subprocess_timeout = spec.timeout
+        if config.command and config.command[0] == "ansible-playbook":
+            config.command[0] = self._ansible_playbook  # the operator's PATH may lack it
+        return config
+
+    def _environment(self, spec: RunSpec) -> dict[str, str]:
+        env = dict(spec.envvars)
+        seen = {**os.environ, **env}
+        if spec.gathering_explicit and "ANSIBLE_GATHERING" not in seen:
+            env["ANSIBLE_GATHERING"] = "explicit"
+        env["ANSIBLE_COLLECTIONS_PATH"] = _join_paths(
+            [str(COLLECTION_DIR)],
+            [str(p) for p in spec.collections_path],
+            _split(seen.get("ANSIBLE_COLLECTIONS_PATH")),
+            _split(seen.get("ANSIBLE_COLLECTIONS_PATHS")),
+            [os.path.expanduser(p) for p in DEFAULT_COLLECTIONS_PATH],
+        )
+        if spec.roles_path:
+            env["ANSIBLE_ROLES_PATH"] = _join_paths(
+                [str(p) for p in spec.roles_path], _split(seen.get("ANSIBLE_ROLES_PATH"))
+            )
+        env.setdefault(LIB_ENV, str(_LIB_DIR))
+        return env
+
+    # -- the run ------------------------------------------------------------
+
+    def _execute(
+        self, config: Any, *, tally: events.Tally, artifact_dir: Path, log: Logger
+    ) -> tuple[Any, Any]:
+        runner = ansible_runner.Runner(config, event_handler=tally.handle)
+        read_fd, write_fd = os.pipe()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        # The child's stdout and stderr go to one pipe, as on the pty of pexpect mode.
+        config.input_fd, config.output_fd, config.error_fd = devnull, write_fd, write_fd
+        # Closed by the reader: OutputEventFilter.close() closes its handle.
+        stdout_file = codecs.open(str(artifact_dir / "stdout"), "w", encoding="utf-8")  # noqa: SIM115
+        sink = OutputEventFilter(stdout_file, runner.event_callback, True)
+        stop = threading.Event()
+        reader = threading.Thread(
+            target=_pump, args=(read_fd, sink, stop), name=f"ansible-events-{config.ident}"
+        )
+        reader.start()
+        try:
+            return runner.run()  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise errors.AnsibleLaunchError(f"ansible-runner failed: {exc}") from exc
+        finally:
+            os.close(write_fd)
+            os.close(devnull)
+            # EOF comes once every holder of the pipe is gone; a daemon a task left
+            # behind may keep it open, so wait only so long for the last events.
+            reader.join(self._output_grace)
+            if reader.is_alive():
+                stop.set()
+                reader.join()
+                log.warning("ansible output still open after the run; stopped reading it")
+
+
+def _pump(fd: int, sink: Any, stop: threading.Event) -> None:
+    """Feed the child's output to ansible-runner's event filter until EOF (or ``stop``)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    try:
+        while not stop.is_set():
+            if not poller.poll(200):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            sink.write(decoder.decode(chunk))
+        sink.write(decoder.decode(b"", final=True))
+    finally:
+        sink.close()
+        os.close(fd)
+
+
+def _rotate(artifacts: Path, *, keep: int, log: Logger) -> None:
+    """Keep the newest ``keep`` artifact dirs (0: all), as ``--rotate-artifacts`` does."""
+    if keep <= 0:
+        return
+    runs = [p for p in artifacts.iterdir() if p.is_dir() and not p.is_symlink()]
+    runs.sort(key=lambda p: p.stat().st_mtime)
+    for old in runs[: max(0, len(runs) - keep)]:
+        shutil.rmtree(old, ignore_errors=True)
+        log.debug("artifacts rotated", extra={"removed": old.name})
+
+
+def _link_latest(artifact_dir: Path) -> None:
+    """``artifacts/latest`` → this run, replaced atomically."""
+    link = artifact_dir.parent / "latest"
+    tmp = artifact_dir.parent / f".latest-{artifact_dir.name}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(artifact_dir.name)
+    os.replace(tmp, link)
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _split(value: str | None) -> list[str]:
+    return [p for p in (value or "").split(os.pathsep) if p]
+
+
+def _join_paths(*groups: Sequence[str]) -> str:
+    seen: dict[str, None] = {}
+    for group in groups:
+        for path in group:
+            seen.setdefault(path, None)
+    return os.pathsep.join(seen)
+
+
+def _find_ansible_playbook(python: str) -> str:
+    beside = Path(python).parent / "ansible-playbook"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("ansible-playbook")
+    if found is None:
+        raise errors.AnsibleLaunchError(f"ansible-playbook not found beside {python} or on PATH")
+    return found

@@ -1,0 +1,96 @@
+"""Owner references vs annotations, path parsing and child-to-owner mapping."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runner import dependents, proxy
+from runner.kube.types import GVK
+
+MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
+NAMESPACED_OWNER = proxy.Owner(gvk=MEMCACHED, name="m", namespace="ns", uid="u-1")
+CLUSTER_OWNER = proxy.Owner(gvk=GVK("example.com", "v1", "Tenant"), name="t", namespace="", uid="u-2")
+
+
+@pytest.mark.parametrize(
+    ("owner", "namespaced", "child_namespace", "expect_ref"),
+    [
+        pytest.param(NAMESPACED_OWNER, True, "ns", True, id="same-namespace"),
+        pytest.param(NAMESPACED_OWNER, True, "other", False, id="other-namespace"),
+        pytest.param(NAMESPACED_OWNER, False, "", False, id="cluster-scoped-child"),
+        pytest.param(CLUSTER_OWNER, True, "ns", True, id="cluster-owner-namespaced-child"),
+        pytest.param(CLUSTER_OWNER, False, "", True, id="cluster-owner-cluster-child"),
+    ],
+)
+def test_inject(owner: proxy.Owner, namespaced: bool, child_namespace: str, expect_ref: bool) -> None:
+    child: dict[str, Any] = {"metadata": {"name": "c"}}
+    proxy.inject(owner, child, child_namespaced=namespaced, child_namespace=child_namespace)
+    meta = child["metadata"]
+    if expect_ref:
+        assert meta["ownerReferences"] == [owner.reference()], meta
+        assert "annotations" not in meta, meta
+    else:
+        assert "ownerReferences" not in meta, meta
+        assert meta["annotations"] == {
+            "operator-sdk/primary-resource": f"{owner.namespace}/{owner.name}",
+            "operator-sdk/primary-resource-type": "Memcached.cache.example.com",
+        }, meta
+    assert owner.owns(child), "the injected child should be recognised as owned"
+
+
+def test_inject_keeps_existing_references_and_is_idempotent() -> None:
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u-9"}
+    child: dict[str, Any] = {"metadata": {"ownerReferences": [other]}}
+    for _ in range(2):
+        proxy.inject(NAMESPACED_OWNER, child, child_namespaced=True, child_namespace="ns")
+    assert child["metadata"]["ownerReferences"] == [other, NAMESPACED_OWNER.reference()]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        pytest.param("/api/v1/namespaces/ns/services", ("", "v1", "ns", "services", "", ""), id="core-collection"),
+        pytest.param("/api/v1/namespaces/ns/pods/p/log", ("", "v1", "ns", "pods", "p", "log"), id="subresource"),
+        pytest.param("/api/v1/namespaces/ns", ("", "v1", "", "namespaces", "ns", ""), id="namespace-object"),
+        pytest.param("/api/v1/namespaces/ns/status", ("", "v1", "", "namespaces", "ns", "status"), id="namespace-status"),
+        pytest.param(
+            "/apis/apps/v1/namespaces/ns/deployments/d", ("apps", "v1", "ns", "deployments", "d", ""), id="group"
+        ),
+        pytest.param("/apis/rbac.authorization.k8s.io/v1/clusterroles", ("rbac.authorization.k8s.io", "v1", "", "clusterroles", "", ""), id="cluster"),
+    ],
+)
+def test_parse_path(path: str, expected: tuple[str, ...]) -> None:
+    target = proxy.parse_path(path)
+    assert target is not None, path
+    got = (target.group, target.version, target.namespace, target.plural, target.name, target.subresource)
+    assert got == expected
+
+
+@pytest.mark.parametrize("path", ["/version", "/apis", "/api/v1", "/openapi/v2", "/healthz"])
+def test_parse_path_non_resource(path: str) -> None:
+    assert proxy.parse_path(path) is None
+
+
+def test_owner_keys_from_references_and_annotations() -> None:
+    child = {
+        "metadata": {
+            "namespace": "ns",
+            "ownerReferences": [
+                {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m", "uid": "1"},
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "2"},
+            ],
+        }
+    }
+    assert dependents.owner_keys(child, MEMCACHED) == ["ns/m"]
+    annotated = {
+        "metadata": {
+            "annotations": {
+                "operator-sdk/primary-resource": "ns/m2",
+                "operator-sdk/primary-resource-type": "Memcached.cache.example.com",
+            }
+        }
+    }
+    assert dependents.owner_keys(annotated, MEMCACHED) == ["ns/m2"]
+    assert dependents.owner_keys(annotated, GVK("other.io", "v1", "Memcached")) == []
