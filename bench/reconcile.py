@@ -19,6 +19,7 @@ quiet machine and compare ratios from one run; absolute numbers are noisy.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -32,12 +33,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import devcluster  # noqa: E402
-from runner.kube import client as kube_client  # noqa: E402
-from runner.kube import config as kube_config  # noqa: E402
-from runner.kube import errors as kube_errors  # noqa: E402
-from runner.kube.types import GVK  # noqa: E402
-from tests.runner.harness import OperatorProcess  # noqa: E402
+import devcluster
+from runner.kube import client as kube_client
+from runner.kube import config as kube_config
+from runner.kube import errors as kube_errors
+from runner.kube.types import GVK
+from tests.runner.harness import OperatorProcess
 
 HERE = Path(__file__).resolve().parent
 BENCH = GVK("bench.playbook-operator.dev", "v1", "Bench")
@@ -132,7 +133,7 @@ def bench_obj(name: str, namespace: str, value: int = 0) -> dict[str, Any]:
 
 
 def api_requests(client: kube_client.Client) -> float:
-    text = client.request("GET", "/metrics") if False else _raw_metrics(client)
+    text = _raw_metrics(client)
     total = 0.0
     for line in text.splitlines():
         if line.startswith("apiserver_request_total{"):
@@ -205,10 +206,8 @@ def main() -> int:
         cluster.start()
     client = kube_client.Client(kube_config.from_kubeconfig(str(cluster.kubeconfig)))
     crd_gvk = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
-    try:
+    with contextlib.suppress(kube_errors.ConflictError):
         client.create(crd_gvk, CRD)
-    except kube_errors.ConflictError:
-        pass
     namespace = f"bench-{os.getpid()}"
     client.create(GVK("", "v1", "Namespace"), {"metadata": {"name": namespace}})
     for _ in range(100):

@@ -32,6 +32,13 @@ log = logging.getLogger("runner.manager")
 EXIT_LEADERSHIP_LOST = 3
 
 
+def _enqueuer(work_queue: queue_mod.WorkQueue) -> dependents.Enqueue:
+    def enqueue(key: ObjectKey, priority: queue_mod.Priority) -> None:
+        work_queue.add(key, priority=priority)
+
+    return enqueue
+
+
 class Manager:
     def __init__(self, settings: settings_mod.Settings) -> None:
         self.settings = settings
@@ -133,9 +140,7 @@ class Manager:
                 for namespace in (namespaces if resource.namespaced else [None])
             ]
             self.controllers[watch.gvk] = ctrl
-            enqueue_for[watch.gvk] = lambda key, priority, q=ctrl.queue: q.add(
-                key, priority=priority
-            )
+            enqueue_for[watch.gvk] = _enqueuer(ctrl.queue)
         self.dependents = dependents.DependentWatches(
             client=self.client,
             namespaces=settings.watch_namespaces,

@@ -97,7 +97,7 @@ class Metrics:
                         family.add_metric([gvk.group, gvk.version, gvk.kind], value)
                     yield family
 
-        self.registry.register(_Collector())  # type: ignore[arg-type]
+        self.registry.register(_Collector())
 
     # -- custom metrics from roles ------------------------------------------
 

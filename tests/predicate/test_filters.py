@@ -10,8 +10,15 @@ from runner import predicate
 from runner.predicate import Event, EventType
 
 
-def obj(*, generation: int | None = 1, labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": "a", "namespace": "ns", "resourceVersion": "1", "labels": labels or {}}
+def obj(
+    *, generation: int | None = 1, labels: dict[str, str] | None = None, **extra: Any
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": "a",
+        "namespace": "ns",
+        "resourceVersion": "1",
+        "labels": labels or {},
+    }
     if generation is not None:
         meta["generation"] = generation
     meta.update(extra.pop("meta", {}))
@@ -24,7 +31,9 @@ def modified(old: dict[str, Any], new: dict[str, Any]) -> Event:
 
 ALL = predicate.primary(watch_annotations=False, selector_matches=lambda labels: True)
 WITH_ANNOTATIONS = predicate.primary(watch_annotations=True, selector_matches=lambda labels: True)
-GOLD_ONLY = predicate.primary(watch_annotations=False, selector_matches=lambda labels: labels.get("tier") == "gold")
+GOLD_ONLY = predicate.primary(
+    watch_annotations=False, selector_matches=lambda labels: labels.get("tier") == "gold"
+)
 
 
 @pytest.mark.parametrize(
@@ -35,18 +44,37 @@ GOLD_ONLY = predicate.primary(watch_annotations=False, selector_matches=lambda l
         pytest.param(ALL, modified(obj(generation=1), obj(generation=2)), True, id="spec-change"),
         pytest.param(ALL, modified(obj(), obj(status={"x": 1})), False, id="status-only"),
         pytest.param(ALL, modified(obj(), obj(labels={"l": "v"})), False, id="label-only"),
-        pytest.param(ALL, modified(obj(generation=None), obj(generation=None, data={"k": "v"})), True, id="no-generation-kind"),
         pytest.param(
-            ALL, modified(obj(), obj(meta={"annotations": {"a": "b"}})), False, id="annotation-ignored-by-default"
+            ALL,
+            modified(obj(generation=None), obj(generation=None, data={"k": "v"})),
+            True,
+            id="no-generation-kind",
         ),
         pytest.param(
-            WITH_ANNOTATIONS, modified(obj(), obj(meta={"annotations": {"a": "b"}})), True, id="annotation-watched"
+            ALL,
+            modified(obj(), obj(meta={"annotations": {"a": "b"}})),
+            False,
+            id="annotation-ignored-by-default",
         ),
         pytest.param(
-            ALL, modified(obj(), obj(meta={"deletionTimestamp": "2026-01-01T00:00:00Z"})), True, id="deletion-started"
+            WITH_ANNOTATIONS,
+            modified(obj(), obj(meta={"annotations": {"a": "b"}})),
+            True,
+            id="annotation-watched",
+        ),
+        pytest.param(
+            ALL,
+            modified(obj(), obj(meta={"deletionTimestamp": "2026-01-01T00:00:00Z"})),
+            True,
+            id="deletion-started",
         ),
         pytest.param(GOLD_ONLY, Event(EventType.ADDED, obj()), False, id="selector-rejects"),
-        pytest.param(GOLD_ONLY, Event(EventType.ADDED, obj(labels={"tier": "gold"})), True, id="selector-accepts"),
+        pytest.param(
+            GOLD_ONLY,
+            Event(EventType.ADDED, obj(labels={"tier": "gold"})),
+            True,
+            id="selector-accepts",
+        ),
     ],
 )
 def test_primary(accept: predicate.Predicate, event: Event, expected: bool) -> None:
@@ -60,9 +88,15 @@ def test_primary(accept: predicate.Predicate, event: Event, expected: bool) -> N
         pytest.param(Event(EventType.DELETED, obj()), True, id="delete"),
         pytest.param(modified(obj(), obj(status={"readyReplicas": 1})), False, id="status-only"),
         pytest.param(
-            modified(obj(), obj(meta={"resourceVersion": "2", "managedFields": [{}]})), False, id="rv-and-managed-fields"
+            modified(obj(), obj(meta={"resourceVersion": "2", "managedFields": [{}]})),
+            False,
+            id="rv-and-managed-fields",
         ),
-        pytest.param(modified(obj(generation=1), {**obj(generation=2), "spec": {"size": 3}}), True, id="scaled"),
+        pytest.param(
+            modified(obj(generation=1), {**obj(generation=2), "spec": {"size": 3}}),
+            True,
+            id="scaled",
+        ),
         pytest.param(modified(obj(), obj(labels={"x": "y"})), True, id="labels-changed"),
     ],
 )

@@ -11,7 +11,9 @@ from runner.kube.types import GVK
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 NAMESPACED_OWNER = proxy.Owner(gvk=MEMCACHED, name="m", namespace="ns", uid="u-1")
-CLUSTER_OWNER = proxy.Owner(gvk=GVK("example.com", "v1", "Tenant"), name="t", namespace="", uid="u-2")
+CLUSTER_OWNER = proxy.Owner(
+    gvk=GVK("example.com", "v1", "Tenant"), name="t", namespace="", uid="u-2"
+)
 
 
 @pytest.mark.parametrize(
@@ -24,7 +26,9 @@ CLUSTER_OWNER = proxy.Owner(gvk=GVK("example.com", "v1", "Tenant"), name="t", na
         pytest.param(CLUSTER_OWNER, False, "", True, id="cluster-owner-cluster-child"),
     ],
 )
-def test_inject(owner: proxy.Owner, namespaced: bool, child_namespace: str, expect_ref: bool) -> None:
+def test_inject(
+    owner: proxy.Owner, namespaced: bool, child_namespace: str, expect_ref: bool
+) -> None:
     child: dict[str, Any] = {"metadata": {"name": "c"}}
     proxy.inject(owner, child, child_namespaced=namespaced, child_namespace=child_namespace)
     meta = child["metadata"]
@@ -51,20 +55,47 @@ def test_inject_keeps_existing_references_and_is_idempotent() -> None:
 @pytest.mark.parametrize(
     ("path", "expected"),
     [
-        pytest.param("/api/v1/namespaces/ns/services", ("", "v1", "ns", "services", "", ""), id="core-collection"),
-        pytest.param("/api/v1/namespaces/ns/pods/p/log", ("", "v1", "ns", "pods", "p", "log"), id="subresource"),
-        pytest.param("/api/v1/namespaces/ns", ("", "v1", "", "namespaces", "ns", ""), id="namespace-object"),
-        pytest.param("/api/v1/namespaces/ns/status", ("", "v1", "", "namespaces", "ns", "status"), id="namespace-status"),
         pytest.param(
-            "/apis/apps/v1/namespaces/ns/deployments/d", ("apps", "v1", "ns", "deployments", "d", ""), id="group"
+            "/api/v1/namespaces/ns/services",
+            ("", "v1", "ns", "services", "", ""),
+            id="core-collection",
         ),
-        pytest.param("/apis/rbac.authorization.k8s.io/v1/clusterroles", ("rbac.authorization.k8s.io", "v1", "", "clusterroles", "", ""), id="cluster"),
+        pytest.param(
+            "/api/v1/namespaces/ns/pods/p/log",
+            ("", "v1", "ns", "pods", "p", "log"),
+            id="subresource",
+        ),
+        pytest.param(
+            "/api/v1/namespaces/ns", ("", "v1", "", "namespaces", "ns", ""), id="namespace-object"
+        ),
+        pytest.param(
+            "/api/v1/namespaces/ns/status",
+            ("", "v1", "", "namespaces", "ns", "status"),
+            id="namespace-status",
+        ),
+        pytest.param(
+            "/apis/apps/v1/namespaces/ns/deployments/d",
+            ("apps", "v1", "ns", "deployments", "d", ""),
+            id="group",
+        ),
+        pytest.param(
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            ("rbac.authorization.k8s.io", "v1", "", "clusterroles", "", ""),
+            id="cluster",
+        ),
     ],
 )
 def test_parse_path(path: str, expected: tuple[str, ...]) -> None:
     target = proxy.parse_path(path)
     assert target is not None, path
-    got = (target.group, target.version, target.namespace, target.plural, target.name, target.subresource)
+    got = (
+        target.group,
+        target.version,
+        target.namespace,
+        target.plural,
+        target.name,
+        target.subresource,
+    )
     assert got == expected
 
 
@@ -78,7 +109,12 @@ def test_owner_keys_from_references_and_annotations() -> None:
         "metadata": {
             "namespace": "ns",
             "ownerReferences": [
-                {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m", "uid": "1"},
+                {
+                    "apiVersion": "cache.example.com/v1alpha1",
+                    "kind": "Memcached",
+                    "name": "m",
+                    "uid": "1",
+                },
                 {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "2"},
             ],
         }

@@ -166,7 +166,7 @@ class OperatorProcess:
     def triggers(self) -> str:
         """The logged enqueue events: why each reconcile happened."""
         return "\n".join(
-            f"{line.get('ts')} {line.get('event')} {line.get('object')} initial={line.get('initial')}"
+            f"{line.get('ts')} {line.get('msg')} {line.get('event')} {line.get('object')}"
             for line in list(self.lines)
             if line.get("msg") in ("enqueued", "dependent changed")
         )

@@ -55,7 +55,8 @@ def test_create_then_spec_change_reconciles(
     )
     wait_condition(kube, namespace=namespace, name="a", kind="Successful", status="True")
     assert operator.runs() == 2, (
-        f"expected 2 runs (create, spec change), saw {operator.runs()}; triggers:\n{operator.triggers()}"
+        f"expected 2 runs (create, spec change), saw {operator.runs()}; "
+        f"triggers:\n{operator.triggers()}"
     )
 
 
@@ -85,7 +86,8 @@ def test_status_only_update_does_not_run(
     )
     wait_condition(kube, namespace=namespace, name="s", kind="Successful", status="True")
     assert operator.runs() == before + 1, (
-        f"expected exactly one more run, saw {operator.runs() - before}; triggers:\n{operator.triggers()}"
+        f"expected exactly one more run, saw {operator.runs() - before}; "
+        f"triggers:\n{operator.triggers()}"
     )
 
 

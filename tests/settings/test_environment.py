@@ -22,7 +22,11 @@ def make(env: dict[str, str], **kw: object) -> settings.Settings:
         pytest.param({}, 4, id="flag"),
         pytest.param({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "7"}, 7, id="env"),
         pytest.param({"WORKER_MEMCACHED_CACHE_EXAMPLE_COM": "3"}, 3, id="deprecated-env"),
-        pytest.param({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "0"}, 4, id="non-positive-ignored"),
+        pytest.param(
+            {"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "0"},
+            4,
+            id="non-positive-ignored",
+        ),
     ],
 )
 def test_workers(env: dict[str, str], expected: int) -> None:
@@ -30,7 +34,9 @@ def test_workers(env: dict[str, str], expected: int) -> None:
 
 
 def test_workers_not_a_number_is_a_config_error() -> None:
-    with pytest.raises(errors.ConfigError, match="MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM"):
+    with pytest.raises(
+        errors.ConfigError, match="MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM"
+    ):
         make({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "many"}).workers_for(GVK_)
 
 
@@ -39,7 +45,9 @@ def test_workers_not_a_number_is_a_config_error() -> None:
     [
         pytest.param({}, 2, id="flag"),
         pytest.param({"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "5"}, 5, id="env"),
-        pytest.param({"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "9"}, 2, id="out-of-range-ignored"),
+        pytest.param(
+            {"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "9"}, 2, id="out-of-range-ignored"
+        ),
     ],
 )
 def test_verbosity(env: dict[str, str], expected: int) -> None:

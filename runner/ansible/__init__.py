@@ -1,0 +1,15 @@
+"""The Ansible stage: watch → queue → reconcile → **ansible** → status.
+
+Given a custom resource, :mod:`~runner.ansible.extravars` builds operator-sdk's
+extra vars (:mod:`~runner.ansible.snake` snake_cases spec keys);
+:class:`~runner.ansible.runner.AnsibleRunner` runs the role or playbook through
+ansible-runner and :mod:`~runner.ansible.events` folds the job events into a
+:class:`~runner.ansible.runner.RunResult`. Nothing else in the runtime knows
+ansible-runner's API. The ``playbook_operator.util`` collection the roles call
+ships in ``runner/collection``.
+"""
+
+from runner.ansible.events import FailedTask, LogEvents
+from runner.ansible.runner import AnsibleRunner, RunResult, RunSpec
+
+__all__ = ["AnsibleRunner", "FailedTask", "LogEvents", "RunResult", "RunSpec"]

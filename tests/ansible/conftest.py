@@ -1,0 +1,89 @@
+"""Fixtures for the Ansible stage: a runner, captured logs and a one-call playbook run."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from runner.ansible import runner as ansible_runner
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PLAYBOOKS = FIXTURES / "playbooks"
+ROLES = FIXTURES / "roles"
+
+
+class Captured(logging.Handler):
+    """Keeps every record, for assertions on what a run logged."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def messages(self) -> list[str]:
+        return [r.getMessage() for r in self.records]
+
+    def with_message(self, message: str) -> list[logging.LogRecord]:
+        return [r for r in self.records if r.getMessage() == message]
+
+    def everything(self) -> str:
+        """Every record with all its fields, as one text to search."""
+        return "\n".join(f"{r.getMessage()} {r.__dict__!r}" for r in self.records)
+
+
+@pytest.fixture
+def captured() -> Iterator[tuple[logging.Logger, Captured]]:
+    handler = Captured()
+    logger = logging.getLogger(f"tests.ansible.{uuid.uuid4().hex}")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    logger.addHandler(handler)
+    yield logger, handler
+    logger.removeHandler(handler)
+
+
+@pytest.fixture(scope="session")
+def runner() -> ansible_runner.AnsibleRunner:
+    return ansible_runner.AnsibleRunner()
+
+
+class RunPlaybook(Protocol):
+    def __call__(
+        self, playbook: str, *, extravars: Mapping[str, Any] | None = None, **spec: Any
+    ) -> ansible_runner.RunResult: ...
+
+
+@pytest.fixture
+def run_playbook(
+    runner: ansible_runner.AnsibleRunner,
+    captured: tuple[logging.Logger, Captured],
+    tmp_path: Path,
+) -> RunPlaybook:
+    """Run ``fixtures/playbooks/<playbook>.yml`` in a private data dir under tmp_path."""
+    logger, _ = captured
+
+    def run(
+        playbook: str, *, extravars: Mapping[str, Any] | None = None, **spec: Any
+    ) -> ansible_runner.RunResult:
+        spec.setdefault("private_data_dir", tmp_path / "pdd")
+        spec.setdefault("ident", uuid.uuid4().hex[:12])
+        return runner.run(
+            ansible_runner.RunSpec(
+                playbook=PLAYBOOKS / f"{playbook}.yml", extravars=extravars or {}, **spec
+            ),
+            log=logger,
+        )
+
+    return run
+
+
+def debug_outputs(handler: Captured) -> dict[str, Any]:
+    """Task name → what its ``debug`` printed, from the Tasks-level log lines."""
+    return {r.__dict__["task"]: r.__dict__["output"] for r in handler.with_message("debug")}
