@@ -18,7 +18,7 @@ from http.server import ThreadingHTTPServer
 from types import FrameType
 
 from runner import controller as controller_mod
-from runner import dependents, health, leader, metrics, proxy, reconcile, source
+from runner import dependents, health, leader, metrics, proxy, reconcile, recorder, source
 from runner import predicate as predicate_mod
 from runner import queue as queue_mod
 from runner import settings as settings_mod
@@ -53,6 +53,8 @@ class Manager:
         self.elector: leader.LeaderElector | None = None
         self._servers: list[ThreadingHTTPServer] = []
         self.exit_code = 0
+        # Environment every Ansible run gets on top of its kubeconfig (filled by _serve).
+        self.run_env: dict[str, str] = {}
 
     # -- readiness and caches -------------------------------------------------
 
@@ -85,6 +87,7 @@ class Manager:
     def build(self) -> None:
         settings = self.settings
         runner = ansible_runner.AnsibleRunner()
+        events = recorder.Recorder(self.client)
         environment: reconcile.RunEnvironment
         if settings.inject_owner_ref:
             self.proxy = proxy.OwnerProxy(
@@ -114,6 +117,8 @@ class Manager:
                 environment=environment,
                 cache=self._primary_lookup(watch.gvk),
                 on_run=self.metrics.observe_run,
+                events=events,
+                run_env=self.run_env,
             )
             ctrl = controller_mod.Controller(
                 reconciler=reconciler,
@@ -150,6 +155,7 @@ class Manager:
             owner_namespaced=owner_namespaced,
             is_own_write=self.proxy.is_own_write if self.proxy else (lambda obj: False),
         )
+        self.metrics.add_api_counter(lambda: self.client.request_count)
         self.metrics.add_queue_gauges(
             depth=lambda: {gvk: c.queue.depth() for gvk, c in self.controllers.items()},
             in_flight=lambda: {gvk: c.in_flight() for gvk, c in self.controllers.items()},
@@ -183,10 +189,12 @@ class Manager:
         )
         if custom is not None:
             try:
-                self._servers.append(
-                    health.serve(
-                        custom, handler=metrics.custom_handler(self.metrics), name="custom-metrics"
-                    )
+                server = health.serve(
+                    custom, handler=metrics.custom_handler(self.metrics), name="custom-metrics"
+                )
+                self._servers.append(server)
+                self.run_env["PLAYBOOK_OPERATOR_METRICS_URL"] = (
+                    f"http://127.0.0.1:{server.server_port}/metrics"
                 )
             except OSError as exc:  # a second local runner: roles' metrics go to the first
                 log.warning("custom metrics endpoint unavailable", extra={"error": str(exc)})

@@ -26,7 +26,7 @@ from prometheus_client import (
     Summary,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 import runner
 from runner.kube.types import GVK
@@ -80,6 +80,20 @@ class Metrics:
         self.ansible_seconds.labels(
             group=gvk.group, version=gvk.version, kind=gvk.kind, result="failed" if failed else "ok"
         ).observe(seconds)
+
+    def add_api_counter(self, read: Callable[[], int]) -> None:
+        """Requests this process sent to the API server (its own and its runs', via the proxy)."""
+
+        class _Collector:
+            def collect(self) -> Any:
+                family = CounterMetricFamily(
+                    "playbook_operator_api_requests",
+                    "Requests sent to the API server, including those proxied for Ansible runs.",
+                )
+                family.add_metric([], read())
+                yield family
+
+        self.registry.register(_Collector())
 
     def add_queue_gauges(
         self, *, depth: Callable[[], dict[GVK, int]], in_flight: Callable[[], dict[GVK, int]]

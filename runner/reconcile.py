@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from runner import errors, logs, status, watches
+from runner import errors, logs, recorder, status, watches
 from runner import settings as settings_mod
 from runner.ansible import extravars
 from runner.ansible import runner as ansible_runner
@@ -111,6 +111,8 @@ class Reconciler:
         environment: RunEnvironment,
         cache: Cache | None = None,
         on_run: RunObserver | None = None,
+        events: recorder.Recorder | None = None,
+        run_env: Mapping[str, str] | None = None,
     ) -> None:
         self.watch = watch
         self.gvk = watch.gvk
@@ -120,6 +122,8 @@ class Reconciler:
         self._environment = environment
         self._cache = cache
         self._on_run = on_run
+        self._recorder = events
+        self._run_env = run_env if run_env is not None else {}  # shared: filled at start-up
 
     # -- entry point ------------------------------------------------------
 
@@ -194,6 +198,21 @@ class Reconciler:
         if manage and not (finalizing and not result.failed):
             self._write_status(obj, _done(result), observed=meta.get("generation"))
 
+        if self._recorder is not None and not finalizing:
+            if result.failed:
+                self._recorder.record(
+                    obj,
+                    warning=True,
+                    reason=recorder.REASON_FAILED,
+                    message=failure_message(result),
+                )
+            elif recorder.failing(obj):
+                self._recorder.record(
+                    obj,
+                    warning=False,
+                    reason=recorder.REASON_RECOVERED,
+                    message="Reconciled again after failing",
+                )
         if result.failed:
             raise ReconcileFailed(failure_message(result))
         if finalizing:
@@ -245,7 +264,7 @@ class Reconciler:
                 )
                 + tuple(Path(p) for p in self._settings.ansible_roles_path),
                 extravars=variables,
-                envvars=dict(env),
+                envvars={**self._run_env, **env},
                 verbosity=self._verbosity(annotations),
                 cmdline=self._settings.ansible_args,
                 rotate_artifacts=self._max_artifacts(annotations),

@@ -230,15 +230,15 @@ def _failure_message(res: Any) -> str:
         return DEFAULT_FAILURE
     msg = res.get("msg")
     if isinstance(msg, str) and msg.strip():
-        return _clip(msg)
+        return clip(msg)
     for key in ("stderr", "module_stderr", "stdout", "module_stdout", "censored"):
         text = res.get(key)
         if isinstance(text, str) and text.strip():
-            return _clip(text.strip())
+            return clip(text.strip())
     if msg is not None:
-        return _clip(json.dumps(msg, default=str))
+        return clip(json.dumps(msg, default=str))
     shown = {k: v for k, v in res.items() if not k.startswith("_") and k != "invocation"}
-    return _clip(json.dumps(shown, sort_keys=True, default=str)) if shown else DEFAULT_FAILURE
+    return clip(json.dumps(shown, sort_keys=True, default=str)) if shown else DEFAULT_FAILURE
 
 
 def _debug_output(res: Any) -> Any:
@@ -252,7 +252,8 @@ def _debug_output(res: Any) -> Any:
     return shown
 
 
-def _clip(text: str) -> str:
+def clip(text: str) -> str:
+    """``text`` cut to the length a status message may take."""
     if len(text) <= _MESSAGE_LIMIT:
         return text
     return text[: _MESSAGE_LIMIT - 1] + "…"

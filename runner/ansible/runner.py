@@ -94,8 +94,11 @@ class RunResult:
 
     ``failed``: a task failed without ``ignore_errors`` and was not rescued (the
     exit code is not used, as in operator-sdk). ``stats_missing``: Ansible ended
-    without ``playbook_on_stats`` (a syntax error, a missing role, a kill);
-    operator-sdk treats that as an error and ``output_tail`` says why.
+    without ``playbook_on_stats`` (a syntax error, a missing role, a timeout);
+    operator-sdk treats that as an error and leaves the CR "Running". Such a run
+    is also ``failed``, with one ``FailedTask`` named ``ansible-playbook`` whose
+    message is Ansible's error, so no caller reports it as a success by mistake;
+    ``output_tail`` holds Ansible's last lines.
     ``requeue_after``: seconds from the first ``requeue_after`` task (operator-sdk
     returns from the reconcile right there, without finishing the status).
     ``completion``: RFC 3339 time of the run's end. ``status``/``rc``: ansible-runner's
@@ -154,13 +157,16 @@ class AnsibleRunner:
         _link_latest(artifact_dir)
 
         failed_tasks = tally.failed_tasks()
+        if tally.stats is None and not failed_tasks:
+            message = _no_stats_message(str(status), tally.output_tail(), timeout=spec.timeout)
+            failed_tasks = (FailedTask(task="ansible-playbook", role=None, message=message),)
         return RunResult(
             ok=tally.count("ok"),
             changed=tally.count("changed"),
             skipped=tally.count("skipped"),
             failures=tally.count("failures"),
             completion=tally.stats_created or datetime.now(UTC).isoformat(),
-            failed=bool(failed_tasks),
+            failed=bool(failed_tasks),  # always when stats are missing
             failed_tasks=failed_tasks,
             requeue_after=tally.requeue_after,
             stats_missing=tally.stats is None,
@@ -183,7 +189,8 @@ class AnsibleRunner:
         inventory = spec.inventory
         if inventory is None:
             inventory = pdd / "inventory" / "hosts"
-            line = f"localhost ansible_connection=local ansible_python_interpreter={self._python}"
+            python = shlex.quote(self._python)
+            line = f"localhost ansible_connection=local ansible_python_interpreter={python}"
             _write_private(inventory, line + "\n")
         if spec.playbook is not None:
             playbook = spec.playbook.resolve()
@@ -244,16 +251,22 @@ class AnsibleRunner:
         self, config: Any, *, tally: events.Tally, artifact_dir: Path, log: Logger
     ) -> tuple[Any, Any]:
         runner = ansible_runner.Runner(config, event_handler=tally.handle)
+        try:
+            # Closed by the reader: OutputEventFilter.close() closes its handle.
+            stdout_file = codecs.open(str(artifact_dir / "stdout"), "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise errors.AnsibleLaunchError(f"cannot write the run's artifacts: {exc}") from exc
+        sink = OutputEventFilter(stdout_file, runner.event_callback, True)
         read_fd, write_fd = os.pipe()
         devnull = os.open(os.devnull, os.O_RDONLY)
         # The child's stdout and stderr go to one pipe, as on the pty of pexpect mode.
         config.input_fd, config.output_fd, config.error_fd = devnull, write_fd, write_fd
-        # Closed by the reader: OutputEventFilter.close() closes its handle.
-        stdout_file = codecs.open(str(artifact_dir / "stdout"), "w", encoding="utf-8")  # noqa: SIM115
-        sink = OutputEventFilter(stdout_file, runner.event_callback, True)
         stop = threading.Event()
         reader = threading.Thread(
-            target=_pump, args=(read_fd, sink, stop), name=f"ansible-events-{config.ident}"
+            target=_pump,
+            args=(read_fd, sink, stop),
+            name=f"ansible-events-{config.ident}",
+            daemon=True,
         )
         reader.start()
         try:
@@ -263,23 +276,26 @@ class AnsibleRunner:
         finally:
             os.close(write_fd)
             os.close(devnull)
-            # EOF comes once every holder of the pipe is gone; a daemon a task left
-            # behind may keep it open, so wait only so long for the last events.
+            # EOF comes once every holder of the pipe is gone. A process a task left
+            # behind may hold it open: then read what is there and stop when it idles.
             reader.join(self._output_grace)
             if reader.is_alive():
                 stop.set()
-                reader.join()
+                reader.join(self._output_grace)
                 log.warning("ansible output still open after the run; stopped reading it")
 
 
 def _pump(fd: int, sink: Any, stop: threading.Event) -> None:
-    """Feed the child's output to ansible-runner's event filter until EOF (or ``stop``)."""
+    """Feed the child's output to ansible-runner's event filter until EOF, or until
+    ``stop`` is set and nothing more arrives."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
     try:
-        while not stop.is_set():
+        while True:
             if not poller.poll(200):
+                if stop.is_set():
+                    break
                 continue
             chunk = os.read(fd, 65536)
             if not chunk:
@@ -289,6 +305,17 @@ def _pump(fd: int, sink: Any, stop: threading.Event) -> None:
     finally:
         sink.close()
         os.close(fd)
+
+
+def _no_stats_message(status: str, output: str, *, timeout: float | None) -> str:
+    """Why a run that never reached ``playbook_on_stats`` ended, for the Failure condition."""
+    if status == "timeout" and timeout is not None:
+        return f"the Ansible run timed out after {timeout:g}s"
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if "ERROR" in line), None)
+    if start is not None:
+        return events.clip("\n".join(lines[start:]).strip())
+    return "Ansible ended without a result (no playbook_on_stats event)"
 
 
 def _rotate(artifacts: Path, *, keep: int, log: Logger) -> None:

@@ -139,7 +139,7 @@ def api_client(module):
         config = dataclasses.replace(config, **overrides)
         return kube_client.Client(config, user_agent="playbook-operator-collection")
     except (kube_errors.KubeError, OSError, ValueError) as exc:
-        module.fail_json(msg="Failed to load the Kubernetes configuration: {0}".format(exc))
+        module.fail_json(msg=f"Failed to load the Kubernetes configuration: {exc}")
     finally:
         tempfile.tempdir = saved
         shutil.rmtree(private, ignore_errors=True)
@@ -154,8 +154,8 @@ def find_resource(module, client, api_version, kind):
     except kube_errors.NotFoundError:
         pass
     except kube_errors.KubeError as exc:
-        module.fail_json(msg="Failed to discover {0}: {1}".format(api_version, exc))
-    path = "/apis/{0}".format(api_version) if group else "/api/{0}".format(version)
+        module.fail_json(msg=f"Failed to discover {api_version}: {exc}")
+    path = f"/apis/{api_version}" if group else f"/api/{version}"
     try:
         listing = client.request("GET", path) or {}
     except kube_errors.KubeError:
@@ -178,16 +178,15 @@ def find_resource(module, client, api_version, kind):
                 subresources=frozenset(subresources.get(name, ())),
             )
     module.fail_json(
-        msg="Failed to find exact match for {0}.{1} by [kind, name, singularName, shortNames]".format(
-            api_version, kind
-        )
+        msg=f"Failed to find exact match for {api_version}.{kind} "
+        "by [kind, name, singularName, shortNames]"
     )
 
 
 def object_path(module, resource, name, namespace, subresource=""):
     """The REST path of one object; namespaced kinds need ``namespace``."""
     if resource.namespaced and not namespace:
-        module.fail_json(msg="namespace is required for the namespaced kind {0}".format(resource.gvk.kind))
+        module.fail_json(msg=f"namespace is required for the namespaced kind {resource.gvk.kind}")
     return resource.path(
         namespace=namespace if resource.namespaced else None, name=name, subresource=subresource
     )

@@ -91,7 +91,7 @@ result:
 """
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.playbook_operator.util.plugins.module_utils import kube
@@ -107,7 +107,11 @@ ARG_SPEC = {
     "involvedObject": {"type": "dict"},
     "appendTimestamp": {"type": "bool", "default": False},
     "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
-    "merge_type": {"type": "list", "elements": "str", "choices": ["json", "merge", "strategic-merge"]},
+    "merge_type": {
+        "type": "list",
+        "elements": "str",
+        "choices": ["json", "merge", "strategic-merge"],
+    },
 }
 EVENT = kube.kube_types.GVK("", "v1", "Event") if kube.KUBE_IMPORT_ERROR is None else None
 
@@ -140,13 +144,13 @@ def main():
     try:
         events = client.resource(EVENT)
     except kube.kube_errors.KubeError as exc:
-        module.fail_json(msg="Unable to discover events: {0}".format(exc), error=kube.api_error(exc))
+        module.fail_json(msg=f"Unable to discover events: {exc}", error=kube.api_error(exc))
 
     name, namespace = params["name"], params["namespace"]
     if params["appendTimestamp"]:
         # kubelet's form, "<name>.<hex nanoseconds>": unique and a valid object name.
-        name = "{0}.{1:x}".format(name, time.time_ns())
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        name = f"{name}.{time.time_ns():x}"
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     path = events.path(namespace=namespace, name=name)
 
     prior = None
@@ -156,7 +160,7 @@ def main():
         except kube.kube_errors.NotFoundError:
             prior = None
         except kube.kube_errors.KubeError as exc:
-            module.fail_json(msg="Unable to read event: {0}".format(exc), error=kube.api_error(exc))
+            module.fail_json(msg=f"Unable to read event: {exc}", error=kube.api_error(exc))
 
     count, first = 1, now
     if prior and prior.get("reason") == params["reason"]:
@@ -188,7 +192,7 @@ def main():
                 "PATCH", path, body=event, content_type=kube.kube_client.MERGE_PATCH
             )
     except kube.kube_errors.KubeError as exc:
-        module.fail_json(msg="Unable to create event: {0}".format(exc), error=kube.api_error(exc))
+        module.fail_json(msg=f"Unable to create event: {exc}", error=kube.api_error(exc))
     module.exit_json(changed=True, result=result)
 
 

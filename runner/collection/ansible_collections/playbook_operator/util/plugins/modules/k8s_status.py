@@ -107,7 +107,7 @@ result:
 
 import copy
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.playbook_operator.util.plugins.module_utils import kube
@@ -135,13 +135,13 @@ ATTEMPTS = 5
 def validate_conditions(conditions):
     """The conditions without unset fields; raises ValueError on a convention breach."""
     valid = []
-    for condition in conditions:
-        condition = {k: v for k, v in condition.items() if v is not None}
+    for given in conditions:
+        condition = {k: v for k, v in given.items() if v is not None}
         if condition.get("reason") and not CAMEL_CASE.match(condition["reason"]):
             raise ValueError("Condition 'reason' must be a single, CamelCase word")
         for key in ("lastHeartbeatTime", "lastTransitionTime"):
             if condition.get(key) and not RFC3339.match(condition[key]):
-                raise ValueError("'{0}' must be an RFC3339 compliant datetime string".format(key))
+                raise ValueError(f"'{key}' must be an RFC3339 compliant datetime string")
         valid.append(condition)
     return valid
 
@@ -157,12 +157,12 @@ def merge_conditions(live_status, status, now):
     if not new_conditions:
         return status
     merged = copy.deepcopy(live_status.get("conditions") or [])
-    for condition in new_conditions:
-        index = next((i for i, c in enumerate(merged) if c.get("type") == condition["type"]), None)
+    for given in new_conditions:
+        index = next((i for i, c in enumerate(merged) if c.get("type") == given["type"]), None)
         old = merged[index] if index is not None else None
-        if old is not None and not transitioned(old, condition):
+        if old is not None and not transitioned(old, given):
             continue
-        condition = dict(condition)
+        condition = dict(given)
         if "lastTransitionTime" not in condition:
             if old is not None and old.get("status") == condition["status"]:
                 if old.get("lastTransitionTime"):
@@ -211,13 +211,10 @@ def main():
     client = kube.api_client(module)
     resource = kube.find_resource(module, client, params["api_version"], params["kind"])
     if "status" not in resource.subresources:
-        module.fail_json(
-            msg="Resource {0}.{1} does not support the status subresource".format(
-                params["api_version"], resource.gvk.kind
-            )
-        )
+        where = f"{params['api_version']}.{resource.gvk.kind}"
+        module.fail_json(msg=f"Resource {where} does not support the status subresource")
     path = kube.object_path(module, resource, params["name"], params["namespace"])
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     for _attempt in range(ATTEMPTS):
         try:
@@ -257,11 +254,9 @@ def main():
         except kube.kube_errors.ConflictError:
             continue
         except kube.kube_errors.KubeError as exc:
-            module.fail_json(
-                msg="Failed to update status: {0}".format(exc), error=kube.api_error(exc)
-            )
+            module.fail_json(msg=f"Failed to update status: {exc}", error=kube.api_error(exc))
         module.exit_json(changed=True, result=result)
-    module.fail_json(msg="Failed to update status: the object kept changing ({0} attempts)".format(ATTEMPTS))
+    module.fail_json(msg=f"Failed to update status: the object kept changing ({ATTEMPTS} attempts)")
 
 
 if __name__ == "__main__":

@@ -122,18 +122,24 @@ def main():
             "name": {"type": "str", "required": True},
             "description": {"type": "str", "required": True},
             "address": {"type": "str"},
-            "counter": {"type": "dict", "options": {
-                "increment": {"type": "bool"},
-                "add": {"type": "float"},
-            }},
-            "gauge": {"type": "dict", "options": {
-                "set": {"type": "float"},
-                "increment": {"type": "bool"},
-                "decrement": {"type": "bool"},
-                "add": {"type": "float"},
-                "subtract": {"type": "float"},
-                "set_to_current_time": {"type": "bool"},
-            }},
+            "counter": {
+                "type": "dict",
+                "options": {
+                    "increment": {"type": "bool"},
+                    "add": {"type": "float"},
+                },
+            },
+            "gauge": {
+                "type": "dict",
+                "options": {
+                    "set": {"type": "float"},
+                    "increment": {"type": "bool"},
+                    "decrement": {"type": "bool"},
+                    "add": {"type": "float"},
+                    "subtract": {"type": "float"},
+                    "set_to_current_time": {"type": "bool"},
+                },
+            },
             "histogram": {"type": "dict", "options": {"observe": {"type": "float"}}},
             "summary": {"type": "dict", "options": {"observe": {"type": "float"}}},
         },
@@ -162,7 +168,7 @@ def main():
         body = exc.read().decode(errors="replace").strip()
         module.fail_json(msg=body or str(exc), status_code=exc.code)
     except (urllib.error.URLError, OSError) as exc:
-        module.fail_json(msg="Cannot reach the metrics API at {0}: {1}".format(address, exc))
+        module.fail_json(msg=f"Cannot reach the metrics API at {address}: {exc}")
     module.exit_json(changed=True)
 
 

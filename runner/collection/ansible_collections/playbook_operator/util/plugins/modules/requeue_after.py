@@ -64,11 +64,15 @@ def to_seconds(text):
 
 
 def main():
-    module = AnsibleModule(argument_spec={"time": {"type": "str", "required": True}}, supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec={"time": {"type": "str", "required": True}}, supports_check_mode=True
+    )
     period = module.params["time"].strip()
     seconds = to_seconds(period)
     if seconds is None:
-        module.fail_json(msg="invalid time input {0!r}: use hours, minutes and seconds like 1h2m30s".format(period))
+        module.fail_json(
+            msg=f"invalid time input {period!r}: use hours, minutes and seconds like 1h2m30s"
+        )
     module.exit_json(changed=False, period=period, seconds=seconds)
 
 
