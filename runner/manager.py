@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from http.server import ThreadingHTTPServer
 from types import FrameType
 
@@ -230,14 +231,13 @@ class Manager:
         os._exit(EXIT_LEADERSHIP_LOST)
 
     def start(self) -> bool:
-        """Serve probes, win the lease, start proxy, informers and workers (non-blocking)."""
+        """Serve probes, fill the caches, win the lease, then start the proxy and workers.
+
+        Caches start before the election, as controller-runtime's do: a standby is
+        ready (its caches are warm) and takes over without relisting; only the
+        workers — the only writers — wait for leadership.
+        """
         self._serve()
-        if not self._lead():
-            return False
-        if self.proxy is not None:
-            self.proxy.start()
-        for ctrl in self.controllers.values():
-            ctrl.start()
         for gvk, informers in self.primary_informers.items():
             for informer in informers:
                 threading.Thread(
@@ -246,6 +246,12 @@ class Manager:
                     name=f"informer-{gvk.kind.lower()}-{informer.namespace or 'all'}",
                     daemon=True,
                 ).start()
+        if not self._lead():
+            return False
+        if self.proxy is not None:
+            self.proxy.start()
+        for ctrl in self.controllers.values():
+            ctrl.start()
         log.info(
             "started",
             extra={
@@ -260,8 +266,9 @@ class Manager:
         """Stop taking work and wait for running reconciles; True if all finished in time."""
         self.stop_event.set()
         clean = True
+        deadline = time.monotonic() + self.settings.graceful_shutdown_timeout
         for ctrl in self.controllers.values():
-            clean = ctrl.stop(timeout=self.settings.graceful_shutdown_timeout) and clean
+            clean = ctrl.stop(timeout=max(0.0, deadline - time.monotonic())) and clean
         if self.elector is not None:
             self.elector.release()
         if self.proxy is not None:

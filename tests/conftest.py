@@ -18,7 +18,9 @@ from runner.kube import client, config, errors
 from runner.kube.types import GVK
 from tests.helpers import unique_name
 
-CLUSTER_FIXTURES = frozenset({"cluster", "namespace", "kube"})
+pytest_plugins = ("tests.runner.support",)
+
+CLUSTER_FIXTURES = frozenset({"cluster", "namespace", "kube", "start_operator", "probe_crd"})
 NAMESPACE = GVK("", "v1", "Namespace")
 
 

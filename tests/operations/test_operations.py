@@ -11,7 +11,7 @@ import pytest
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from tests.helpers import unique_name, wait_for
-from tests.runner.conftest import PROBE, StartOperator, probe, wait_condition
+from tests.runner.support import PROBE, StartOperator, probe, wait_condition
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +113,7 @@ def test_leader_election_one_reconciler_and_handover(
     )
     first = start_operator(WATCHES, args=args)
     wait_for(lambda: first.logged("became leader"), describe="the first runner to lead")
-    second = start_operator(WATCHES, args=args)
+    second = start_operator(WATCHES, args=args, leading=False)  # a standby: ready, not started
     kube.create(PROBE, probe("l", namespace, {"message": "one"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="l", kind="Successful", status="True")
     assert first.runs() == 1, first.tail()

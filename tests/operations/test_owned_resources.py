@@ -11,7 +11,7 @@ from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from tests.helpers import unique_name, wait_for
-from tests.runner.conftest import PROBE, StartOperator, probe, wait_condition
+from tests.runner.support import PROBE, StartOperator, probe, wait_condition
 
 pytestmark = pytest.mark.integration
 

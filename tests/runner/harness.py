@@ -68,7 +68,8 @@ class OperatorProcess:
         self._proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
 
-    def start(self) -> OperatorProcess:
+    def start(self, *, leading: bool = True) -> OperatorProcess:
+        """Start and wait until ready; with ``leading`` also until its workers started."""
         self._proc = subprocess.Popen(
             self.command,
             cwd=self.workdir,
@@ -80,7 +81,7 @@ class OperatorProcess:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self.eventually(
-            lambda: self.address("health") is not None and self.logged("started"),
+            lambda: self.address("health") is not None and (not leading or self.logged("started")),
             describe="the operator to log 'started'",
             timeout=60,
         )

@@ -9,7 +9,7 @@ import pytest
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from tests.helpers import wait_for
-from tests.runner.conftest import PROBE, StartOperator, condition, probe, wait_condition
+from tests.runner.support import PROBE, StartOperator, condition, probe, wait_condition
 
 pytestmark = pytest.mark.integration
 

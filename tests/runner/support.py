@@ -1,4 +1,7 @@
-"""Fixtures for runner integration tests: the Probe CRD and operator processes."""
+"""Fixtures for runner integration tests: the Probe CRD and operator processes.
+
+Loaded for the whole suite by ``pytest_plugins`` in tests/conftest.py.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +41,11 @@ def start_operator(
     started: list[OperatorProcess] = []
 
     def start(
-        watches: str, *, args: tuple[str, ...] = (), env: dict[str, str] | None = None
+        watches: str,
+        *,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        leading: bool = True,
     ) -> OperatorProcess:
         workdir = tmp_path / f"operator-{len(started)}"
         workdir.mkdir()
@@ -51,7 +58,7 @@ def start_operator(
             env=env,
         )
         started.append(proc)
-        return proc.start()
+        return proc.start(leading=leading)
 
     yield start
     for proc in started:
