@@ -1,0 +1,63 @@
+# The Memcached operator's image: playbook-operator (the runner) plus this project's
+# Ansible content, laid out as operator-sdk's ansible-operator images are (HOME and
+# WORKDIR /opt/ansible, uid 1001, entrypoint `... run --watches-file=./watches.yaml`).
+#
+#   make docker-build IMG=<registry>/memcached-operator:<tag>
+#
+# Build args:
+#   PYTHON_IMAGE                 base image; pin it by digest in release builds.
+#   INSTALL_GALAXY_COLLECTIONS   "true" (default): install requirements.yml's collections
+#                                from Galaxy. "false": skip it, for build hosts that cannot
+#                                reach Galaxy; the `ansible` package the runner depends on
+#                                already bundles kubernetes.core 6.x.
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+FROM ${PYTHON_IMAGE}
+
+ARG INSTALL_GALAXY_COLLECTIONS=true
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+
+# tini as PID 1 reaps the orphans that killed Ansible runs leave behind.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends tini=0.19.0-1 \
+    && rm -rf /var/lib/apt/lists/*
+
+# The runner, with the dependency ranges pyproject.toml declares (the same install CI
+# makes; pyproject.toml is their single source). It brings ansible-core, ansible-runner
+# and the playbook_operator.util collection, which the runner puts on the collections
+# path itself.
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY runner/ runner/
+RUN pip install . && rm -rf /src
+
+# Collections go to a system path, not ~/.ansible: the manager Deployment mounts an
+# emptyDir on /opt/ansible/.ansible (its root filesystem is read-only), which would hide
+# anything installed there.
+COPY requirements.yml /opt/ansible/requirements.yml
+RUN if [ "${INSTALL_GALAXY_COLLECTIONS}" = "true" ]; then \
+        ansible-galaxy collection install -r /opt/ansible/requirements.yml \
+            -p /usr/share/ansible/collections; \
+    fi
+
+# uid 1001, group 0 (so that OpenShift's arbitrary uids, which are in group 0, can write
+# where 1001 can). The content below stays owned by root: the operator only reads it.
+ENV HOME=/opt/ansible \
+    ANSIBLE_ROLES_PATH=/opt/ansible/roles
+RUN useradd --uid 1001 --gid 0 --home-dir /opt/ansible --no-create-home \
+        --shell /usr/sbin/nologin ansible \
+    && mkdir -p /opt/ansible/.ansible/tmp \
+    && chown -R 1001:0 /opt/ansible/.ansible \
+    && chmod -R g=u /opt/ansible/.ansible
+
+WORKDIR /opt/ansible
+COPY watches.yaml ./watches.yaml
+COPY roles/ ./roles/
+COPY playbooks/ ./playbooks/
+
+USER 1001
+
+ENTRYPOINT ["tini", "--", "playbook-operator", "run", "--watches-file=./watches.yaml"]
