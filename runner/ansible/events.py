@@ -15,6 +15,14 @@ order, on one thread; after the run the runner turns the tally into a
   (except ``debug``/``set_fact``), debug output and failures; ``Everything`` one
   line per event; ``Nothing`` nothing.
 
+A failure that a ``rescue`` later catches is still logged when it happens:
+rescue is only known at the end.
+
+Log lines carry plain snake_case ``extra`` fields (``task``, ``role``,
+``error``...); callers bind the CR's identity with an adapter that merges
+per-call ``extra`` (``runner.logs.BoundLogger`` does; Python 3.11's plain
+``LoggerAdapter`` replaces it).
+
 Secrets: only what ansible-runner's callback emits is read, and it has already
 replaced the result and arguments of ``no_log`` tasks with a "censored" note.
 """
@@ -46,6 +54,9 @@ _MESSAGE_LIMIT = 2000
 _TAIL_LINES = 40
 
 Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
+
+
+_DEFAULT_VERBOSITY = 2
 
 
 class LogEvents(Enum):
@@ -177,8 +188,11 @@ class Tally:
         fields = {"task": _task(data), "role": _role(data)}
         action = data.get("resolved_action") or data.get("task_action")
         if self._verbosity > 0 and event.get("stdout") and not _censored(data):
-            self._log.info("ansible output", extra={**fields, "stdout": event["stdout"]})
-        elif name == "playbook_on_task_start" and action not in _QUIET_STARTS:
+            # The raw task output complements the structured lines below, never replaces
+            # them; above the default verbosity (2) it is shown at info level.
+            level = logging.INFO if self._verbosity > _DEFAULT_VERBOSITY else logging.DEBUG
+            self._log.log(level, "ansible output", extra={**fields, "stdout": event["stdout"]})
+        if name == "playbook_on_task_start" and action not in _QUIET_STARTS:
             self._log.info("task started", extra=fields)
         elif name == "runner_on_ok" and action in _DEBUG_ACTIONS:
             self._log.info("debug", extra={**fields, "output": _debug_output(data.get("res"))})

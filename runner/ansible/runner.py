@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +165,7 @@ class AnsibleRunner:
             changed=tally.count("changed"),
             skipped=tally.count("skipped"),
             failures=tally.count("failures"),
-            completion=tally.stats_created or datetime.now(UTC).isoformat(),
+            completion=_rfc3339(tally.stats_created),
             failed=bool(failed_tasks),  # always when stats are missing
             failed_tasks=failed_tasks,
             requeue_after=tally.requeue_after,
@@ -183,7 +183,7 @@ class AnsibleRunner:
         pdd = spec.private_data_dir.resolve()
         for sub in ("env", "inventory", "project"):
             (pdd / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
-        _write_private(pdd / "env" / "extravars", json.dumps(spec.extravars, default=str))
+        _write_private(pdd / "env" / "extravars", json.dumps(dict(spec.extravars), default=_json))
         env = self._environment(spec)
 
         inventory = spec.inventory
@@ -338,6 +338,17 @@ def _link_latest(artifact_dir: Path) -> None:
     os.replace(tmp, link)
 
 
+def _json(value: Any) -> Any:
+    """JSON for what YAML watch vars may hold besides JSON types."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
 def _write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -364,3 +375,18 @@ def _find_ansible_playbook(python: str) -> str:
     if found is None:
         raise errors.AnsibleLaunchError(f"ansible-playbook not found beside {python} or on PATH")
     return found
+
+
+def _rfc3339(created: str | None) -> str:
+    """operator-sdk's ``completion`` format: UTC, whole seconds, ``Z``.
+
+    ansible-runner stamps events with a naive UTC ``isoformat()``.
+    """
+    moment = datetime.now(UTC)
+    if created:
+        try:
+            parsed = datetime.fromisoformat(created)
+            moment = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        except ValueError:
+            pass
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -11,8 +11,10 @@ import os
 import signal
 import threading
 import uuid
+from datetime import date
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -29,7 +31,7 @@ def test_success_reports_localhost_stats(run_playbook: RunPlaybook) -> None:
     assert not result.failed and not result.stats_missing
     assert result.failed_tasks == ()
     assert result.requeue_after is None
-    assert result.completion.endswith("+00:00"), result.completion
+    assert result.completion.endswith("Z"), result.completion
     assert result.status == "successful" and result.rc == 0
     assert result.duration > 0
     assert (result.artifact_dir / "stdout").read_text().count("Say hello") == 1
@@ -143,12 +145,17 @@ def test_play_that_cannot_start_reports_missing_stats(run_playbook: RunPlaybook)
     result = run_playbook("broken")
     assert result.stats_missing
     assert "no_such_module_anywhere" in result.output_tail, result.output_tail
+    assert result.failed, "a play that never ran must not pass for a success"
+    (failed,) = result.failed_tasks
+    assert failed.task == "ansible-playbook"
+    assert "ERROR" in failed.message and "no_such_module_anywhere" in failed.message
 
 
 def test_timeout_stops_the_run(run_playbook: RunPlaybook) -> None:
     result = run_playbook("slow", timeout=2)
     assert result.status == "timeout"
     assert result.stats_missing
+    assert [t.message for t in result.failed_tasks] == ["the Ansible run timed out after 2s"]
     assert result.duration < 20
 
 
@@ -273,3 +280,11 @@ def test_concurrent_runs_in_threads_do_not_interfere(
     assert dict(os.environ) == environ, "os.environ changed"
     assert os.getcwd() == cwd, "the working directory changed"
     assert {sig: signal.getsignal(sig) for sig in handlers} == handlers, "signal handlers changed"
+
+
+def test_extravars_file_holds_plain_json(run_playbook: RunPlaybook, tmp_path: Path) -> None:
+    variables = {"frozen": MappingProxyType({"a": {"b": 1}}), "day": date(2030, 1, 2)}
+    run_playbook("debug", extravars=variables)
+    written = json.loads((tmp_path / "pdd" / "env" / "extravars").read_text())
+    assert written == {"frozen": {"a": {"b": 1}}, "day": "2030-01-02"}
+    assert oct((tmp_path / "pdd" / "env" / "extravars").stat().st_mode & 0o777) == "0o600"
