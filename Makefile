@@ -61,9 +61,10 @@ fmt: venv ## Format the Python code.
 	$(BIN)/ruff check --fix .
 
 .PHONY: test
-test: venv cluster-binaries ## Lint, then unit and integration tests (embedded cluster started as needed).
-	$(MAKE) lint
-	$(BIN)/pytest
+test: venv cluster-up ## Lint, unit and integration tests, then the embedded molecule scenario (leaves the cluster up).
+	$(MAKE) --no-print-directory lint
+	KUBECONFIG= $(BIN)/pytest
+	$(MAKE) --no-print-directory molecule
 
 .PHONY: unit
 unit: venv ## Unit tests only (no cluster).
@@ -107,8 +108,13 @@ docker-push: ## Push the operator image IMG.
 	$(CONTAINER_TOOL) push $(IMG)
 
 .PHONY: molecule
-molecule: venv cluster-binaries ## Molecule scenario against the embedded cluster (MOLECULE_SCENARIO=default for $$KUBECONFIG).
-	$(BIN)/molecule test -s $${MOLECULE_SCENARIO:-embedded}
+molecule: venv cluster-binaries ## Molecule on the embedded cluster (MOLECULE_SCENARIO=default tests a deployed image in $$KUBECONFIG).
+	@scenario=$${MOLECULE_SCENARIO:-embedded}; \
+	if [ "$$scenario" = embedded ]; then \
+		$(MAKE) --no-print-directory cluster-up && export KUBECONFIG=$(CLUSTER_KUBECONFIG); \
+	fi; \
+	KUBECTL=$(KUBECTL) KUSTOMIZE_PATH=$(KUBECTL) ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/runner/collection \
+		$(BIN)/molecule test -s $$scenario
 
 ##@ Embedded cluster
 
