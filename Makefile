@@ -92,8 +92,7 @@ uninstall: venv ## Remove the CRDs from the cluster.
 
 .PHONY: deploy
 deploy: venv $(if $(USE_EMBEDDED),cluster-up) ## Deploy the operator with kustomize (config/default), image IMG.
-	cd config/manager && $(KUBECTL) kustomize . >/dev/null
-	$(KUBECTL) kustomize config/default | sed "s|controller:latest|$(IMG)|g" | $(KUBECTL) apply -f -
+	$(KUBECTL) kustomize config/default | sed "s|image: controller:latest|image: $(IMG)|" | $(KUBECTL) apply -f -
 
 .PHONY: undeploy
 undeploy: venv ## Remove everything deploy created.
