@@ -90,7 +90,7 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--ansible-log-events",
         default="Tasks",
-        choices=[e.value for e in settings_mod.LogEventsLevel],
+        choices=[e.value for e in settings_mod.LogEvents],
     )
     _flag(
         run,
@@ -219,7 +219,7 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         ansible_args=args.ansible_args,
         ansible_roles_path=roles_path,
         ansible_collections_path=collections_path,
-        ansible_log_events=settings_mod.LogEventsLevel(args.ansible_log_events),
+        ansible_log_events=settings_mod.LogEvents(args.ansible_log_events),
         inject_owner_ref=args.inject_owner_ref,
         cache_reads=args.cache_reads,
         proxy_port=args.proxy_port,

@@ -268,7 +268,7 @@ class Reconciler:
                 verbosity=self._verbosity(annotations),
                 cmdline=self._settings.ansible_args,
                 rotate_artifacts=self._max_artifacts(annotations),
-                log_events=ansible_runner.LogEvents(self._settings.ansible_log_events.value),
+                log_events=self._settings.ansible_log_events,
                 collections_path=tuple(Path(p) for p in self._settings.ansible_collections_path),
             )
             result = self._runner.run(spec, log=log)

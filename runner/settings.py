@@ -28,7 +28,7 @@ class LogFormat(Enum):
     CONSOLE = "console"
 
 
-class LogEventsLevel(Enum):
+class LogEvents(Enum):
     """How much of each Ansible run is logged (operator-sdk's ``--ansible-log-events``)."""
 
     TASKS = "Tasks"
@@ -48,7 +48,7 @@ class Settings:
     ansible_args: str = ""
     ansible_roles_path: tuple[str, ...] = ()
     ansible_collections_path: tuple[str, ...] = ()
-    ansible_log_events: LogEventsLevel = LogEventsLevel.TASKS
+    ansible_log_events: LogEvents = LogEvents.TASKS
     inject_owner_ref: bool = True
     cache_reads: bool = True  # serve roles' GETs of watched kinds from informer caches
     proxy_port: int = 8888

@@ -34,10 +34,10 @@ import logging
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from runner import watches
+from runner.settings import LogEvents
 
 #: The ``requeue_after`` module under the names a task may use for it.
 REQUEUE_ACTIONS = frozenset(
@@ -55,16 +55,11 @@ _TAIL_LINES = 40
 
 Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
+# LogEvents is defined with the settings (it is a flag) and belongs to this API too.
+__all__ = ["FailedTask", "LogEvents", "Logger", "Tally", "clip"]
+
 
 _DEFAULT_VERBOSITY = 2
-
-
-class LogEvents(Enum):
-    """How much of a run is logged (operator-sdk's ``--ansible-log-events``)."""
-
-    TASKS = "Tasks"
-    EVERYTHING = "Everything"
-    NOTHING = "Nothing"
 
 
 @dataclass(frozen=True)
