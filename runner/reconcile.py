@@ -191,12 +191,18 @@ class Reconciler:
                 self._write_status(obj, lambda c: status.mark_error(c, message=message, now=_now()))
             raise errors.ReconcileError(message) from exc
 
+        written: KubeObject | None = None
         if manage:
-            self._write_status(obj, lambda c: status.mark_running(c, now=_now()))
+            # From the cached copy: saves a read; a stale copy costs a 409 and a re-read.
+            written = self._write_status(
+                obj, lambda c: status.mark_running(c, now=_now()), current=obj
+            )
         result = self._run_ansible(obj, log=log, finalizing=finalizing, annotations=annotations)
 
         if manage and not (finalizing and not result.failed):
-            self._write_status(obj, _done(result), observed=meta.get("generation"))
+            # From what the Running write returned: unless the role wrote status
+            # meanwhile (then a 409 and a re-read), no read is needed.
+            self._write_status(obj, _done(result), observed=meta.get("generation"), current=written)
 
         if self._recorder is not None and not finalizing:
             if result.failed:
@@ -284,15 +290,17 @@ class Reconciler:
         transition: Transition,
         *,
         observed: int | None = None,
-    ) -> None:
+        current: KubeObject | None = None,
+    ) -> KubeObject | None:
         meta = obj["metadata"]
-        status.write(
+        return status.write(
             self._client,
             gvk=self.gvk,
             namespace=meta.get("namespace") or "",
             name=meta["name"],
             conditions_update=transition,
             observed_generation=observed,
+            current=current,
         )
 
     def _private_dir(self, meta: Mapping[str, str]) -> Path:

@@ -226,6 +226,7 @@ def write(
     conditions_update: Callable[[list[Condition]], list[Condition]],
     observed_generation: int | None,
     retries: int = 5,
+    current: KubeObject | None = None,
 ) -> KubeObject | None:
     """Apply ``conditions_update`` to the live object's conditions and patch its status.
 
@@ -237,13 +238,22 @@ def write(
     conditional; on 409 the read and transition are redone, up to ``retries``
     times. Returns the updated object (the live one if nothing changed), or
     ``None`` if the object is gone.
+
+    ``current``, when given (the object a previous write returned, or the cached
+    copy), replaces the first read: the patch is still conditional on its
+    resourceVersion, so a stale copy only costs a 409 and a fresh read. A write
+    based on it is never skipped as a no-op, since the copy may be stale.
     """
     attempt = 0
     while True:
+        fresh = current is None
         try:
-            live = client.get(gvk, name=name, namespace=namespace)
+            live = (
+                current if current is not None else client.get(gvk, name=name, namespace=namespace)
+            )
         except kube_errors.NotFoundError:
             return None
+        current = None
         status = live.get("status")
         status = status if isinstance(status, dict) else {}
         raw = status.get("conditions")
@@ -256,7 +266,7 @@ def write(
         unchanged = conditions == (raw or []) and (
             observed_generation is None or status.get("observedGeneration") == observed_generation
         )
-        if unchanged:
+        if unchanged and fresh:
             return live
         body = {
             "metadata": {"resourceVersion": live.get("metadata", {}).get("resourceVersion")},

@@ -219,3 +219,42 @@ def test_deleted_object_returns_none(
     client.vanish_on_patch = vanish_on_patch
     assert write(client) is None
     assert len(client.patches) == patches
+
+
+def _memcached(rv: str, conditions: list[Condition]) -> KubeObject:
+    return {
+        "metadata": {"name": "m", "namespace": "ns", "resourceVersion": rv, "generation": 1},
+        "status": {"conditions": copy.deepcopy(conditions)},
+    }
+
+
+def test_write_from_a_current_copy_skips_the_read() -> None:
+    client = FakeClient(_memcached("5", RUNNING))
+    written = status.write(
+        client,
+        gvk=GVK_,
+        namespace="ns",
+        name="m",
+        conditions_update=lambda c: status.mark_running(c, now=NOW),
+        observed_generation=None,
+        current=_memcached("5", RUNNING),
+    )
+    assert client.gets == 0, f"expected no GET with a current copy, saw {client.gets}"
+    assert len(client.patches) == 1, "a write from a copy is never skipped as a no-op"
+    assert written is not None
+
+
+def test_write_from_a_stale_copy_rereads_after_the_conflict() -> None:
+    client = FakeClient(_memcached("7", RUNNING))
+    status.write(
+        client,
+        gvk=GVK_,
+        namespace="ns",
+        name="m",
+        conditions_update=lambda c: status.mark_running(c, now=NOW),
+        observed_generation=None,
+        current=_memcached("5", []),  # older than the server's rv 7
+    )
+    assert client.gets == 1, f"expected one re-read after the 409, saw {client.gets}"
+    assert client.obj is not None
+    assert client.obj["status"]["conditions"][0]["type"] == "Running"
