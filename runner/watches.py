@@ -269,7 +269,9 @@ def _watch(raw: object, *, where: _Where, search: _Search) -> Watch:
         ),
         selector=label_selector,
         snake_case_parameters=_flag(raw, "snakeCaseParameters", default=True, where=where),
-        mark_unsafe=_flag(raw, "markUnsafe", default=False, where=where),
+        # Safe by default (operator-sdk defaults to false): CR strings are data, not
+        # templates, unless the watch opts in with markUnsafe: false.
+        mark_unsafe=_flag(raw, "markUnsafe", default=True, where=where),
         watch_annotations_changes=_flag(raw, "watchAnnotationsChanges", default=False, where=where),
     )
 

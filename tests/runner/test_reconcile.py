@@ -201,16 +201,22 @@ def test_role_status_fields_survive_runner_writes(
     assert types in (["Failure", "Running", "Successful"], ["Running", "Successful"]), types
 
 
-def test_jinja_in_cr_data_is_not_evaluated_with_mark_unsafe(
-    kube: Client, namespace: str, start_operator: StartOperator
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        pytest.param("", "{{ 7 * 6 }}", id="default-is-safe"),
+        pytest.param("  markUnsafe: true", "{{ 7 * 6 }}", id="mark-unsafe"),
+        pytest.param("  markUnsafe: false", "42", id="opted-in-templating"),
+    ],
+)
+def test_jinja_in_cr_data_is_evaluated_only_when_the_watch_allows_it(
+    kube: Client, namespace: str, start_operator: StartOperator, extra: str, expected: str
 ) -> None:
-    start_operator(watches("  markUnsafe: true"))
-    payload = "{{ 7 * 6 }}"
-    kube.create(PROBE, probe("j", namespace, {"message": payload}), namespace=namespace)
+    start_operator(watches(extra))
+    kube.create(PROBE, probe("j", namespace, {"message": "{{ 7 * 6 }}"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="j", kind="Successful", status="True")
-    assert echo(kube, namespace, "j") == payload, (
-        f"CR string was templated: {echo(kube, namespace, 'j')!r}"
-    )
+    seen = echo(kube, namespace, "j")
+    assert seen == expected, f"expected message {expected!r}, saw {seen!r}"
 
 
 def test_reconciles_after_apiserver_restart(

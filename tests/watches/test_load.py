@@ -73,7 +73,7 @@ def test_full_schema_round_trip() -> None:
             blacklist=frozenset(),
             selector=selector.LabelSelector(),
             snake_case_parameters=True,
-            mark_unsafe=False,
+            mark_unsafe=True,
             watch_annotations_changes=False,
         ),
     ]
@@ -117,7 +117,7 @@ def test_defaults_are_operator_sdks(write_watches: Callable[[str], Path], projec
         "blacklist": frozenset(),
         "selector_is_empty": True,
         "snake_case_parameters": True,
-        "mark_unsafe": False,
+        "mark_unsafe": True,
         "watch_annotations_changes": False,
     }
     assert seen == expected, f"expected defaults {expected}, saw {seen}"
