@@ -175,6 +175,7 @@ class OwnerProxy:
         os.chmod(self._dir, 0o700)  # per-run kubeconfigs hold live tokens
         self._server = _Server(("127.0.0.1", port), _handler_for(self))
         self.cache_hits = 0
+        self.version: bytes | None = None  # the API server's /version answer, once seen
         # (uid, resourceVersion) of objects our runs wrote: their watch events are echoes
         # of our own changes and must not trigger yet another reconcile.
         self._own_writes: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()
@@ -371,6 +372,11 @@ def _handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                 )
                 return
             url = urlsplit(self.path)
+            if self.command == "GET" and url.path == "/version" and proxy.version is not None:
+                # Every kubernetes.core task asks; it changes only with an API server
+                # upgrade, and a stale answer only affects client-side version checks.
+                self._send(200, proxy.version, {"X-Cache": "HIT"})
+                return
             target = parse_path(url.path)
             resource = proxy.resource_of(target) if target else None
             query = parse_qs(url.query)
@@ -425,6 +431,8 @@ def _handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                     self._relay_stream(upstream)
                     return
                 data = upstream.read(decode_content=True)
+                if self.command == "GET" and url.path == "/version" and upstream.status == 200:
+                    proxy.version = data
                 payload: Any = None
                 if target and resource and 200 <= upstream.status < 300 and not target.subresource:
                     with contextlib.suppress(ValueError):
