@@ -15,32 +15,14 @@ import logging
 import threading
 from collections.abc import Callable
 
-from runner import predicate, source, watches
+from runner import ownership, predicate, source, watches
 from runner import queue as queue_mod
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key
-from runner.proxy import PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE, Owner
 
 log = logging.getLogger("runner.dependents")
 
 Enqueue = Callable[[ObjectKey, queue_mod.Priority], None]
-
-
-def owner_keys(child: KubeObject, owner_gvk: GVK) -> list[ObjectKey]:
-    """Keys of the owners of kind ``owner_gvk`` that ``child`` names."""
-    meta = child.get("metadata") or {}
-    keys: list[ObjectKey] = []
-    for ref in meta.get("ownerReferences") or []:
-        group = str(ref.get("apiVersion", "")).rpartition("/")[0]
-        if ref.get("kind") == owner_gvk.kind and group == owner_gvk.group:
-            # An owner reference always points into the child's namespace, or at a
-            # cluster-scoped owner; the reconciler resolves which by reading it.
-            keys.append(make_key(namespace=meta.get("namespace") or "", name=ref["name"]))
-    notes = meta.get("annotations") or {}
-    if notes.get(PRIMARY_RESOURCE_TYPE) == owner_gvk.group_kind and notes.get(PRIMARY_RESOURCE):
-        namespace, _, name = str(notes[PRIMARY_RESOURCE]).rpartition("/")
-        keys.append(make_key(namespace=namespace, name=name))
-    return keys
 
 
 class DependentWatches:
@@ -82,7 +64,7 @@ class DependentWatches:
                     return found
         return None
 
-    def ensure(self, owner: Owner, resource: Resource, child: KubeObject) -> None:
+    def ensure(self, owner: ownership.Owner, resource: Resource, child: KubeObject) -> None:
         """Watch ``resource`` for ``owner``'s kind, if the watch's settings allow it."""
         watch = self._watches.get(owner.gvk)
         if watch is None or not watch.watch_dependent_resources:
@@ -137,7 +119,7 @@ class DependentWatches:
                 if enqueue is None:
                     continue
                 namespaced = self._owner_namespaced.get(owner_gvk, True)
-                for key in owner_keys(event.obj, owner_gvk):
+                for key in ownership.owner_keys(event.obj, owner_gvk):
                     log.debug(
                         "dependent changed",
                         extra={

@@ -19,7 +19,17 @@ from http.server import ThreadingHTTPServer
 from types import FrameType
 
 from runner import controller as controller_mod
-from runner import dependents, health, leader, metrics, proxy, reconcile, recorder, source
+from runner import (
+    dependents,
+    health,
+    leader,
+    metrics,
+    ownership,
+    proxy,
+    reconcile,
+    recorder,
+    source,
+)
 from runner import predicate as predicate_mod
 from runner import queue as queue_mod
 from runner import settings as settings_mod
@@ -162,7 +172,7 @@ class Manager:
             in_flight=lambda: {gvk: c.in_flight() for gvk, c in self.controllers.items()},
         )
 
-    def _on_child(self, owner: proxy.Owner, resource: Resource, child: KubeObject) -> None:
+    def _on_child(self, owner: ownership.Owner, resource: Resource, child: KubeObject) -> None:
         if self.dependents is not None:
             self.dependents.ensure(owner, resource, child)
 

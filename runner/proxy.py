@@ -41,75 +41,16 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from runner import ownership
 from runner.kube import errors as kube_errors
 from runner.kube.client import APPLY_PATCH, Client
 from runner.kube.types import GVK, KubeObject, Resource
 
 log = logging.getLogger("runner.proxy")
 
-PRIMARY_RESOURCE = "operator-sdk/primary-resource"
-PRIMARY_RESOURCE_TYPE = "operator-sdk/primary-resource-type"
 _FORWARDED_HEADERS = ("content-type", "accept", "user-agent")
 _OWN_WRITES_KEPT = 4096
 _WRITE_WAIT = 5.0  # seconds an informer waits for an in-flight write's answer
-
-
-@dataclass(frozen=True)
-class Owner:
-    """The custom resource a run reconciles."""
-
-    gvk: GVK
-    name: str
-    namespace: str  # "" when cluster-scoped
-    uid: str
-
-    @classmethod
-    def of(cls, obj: KubeObject) -> Owner:
-        meta = obj["metadata"]
-        return cls(
-            gvk=GVK.of(obj),
-            name=meta["name"],
-            namespace=meta.get("namespace") or "",
-            uid=meta["uid"],
-        )
-
-    def reference(self) -> dict[str, str]:
-        # Like operator-sdk: no controller/blockOwnerDeletion, so no extra RBAC on the owner.
-        return {
-            "apiVersion": self.gvk.api_version,
-            "kind": self.gvk.kind,
-            "name": self.name,
-            "uid": self.uid,
-        }
-
-    def annotations(self) -> dict[str, str]:
-        return {
-            PRIMARY_RESOURCE: f"{self.namespace}/{self.name}",
-            PRIMARY_RESOURCE_TYPE: self.gvk.group_kind,
-        }
-
-    def owns(self, child: KubeObject) -> bool:
-        meta = child.get("metadata") or {}
-        if any(ref.get("uid") == self.uid for ref in meta.get("ownerReferences") or []):
-            return True
-        notes = meta.get("annotations") or {}
-        return bool(
-            notes.get(PRIMARY_RESOURCE) == f"{self.namespace}/{self.name}"
-            and notes.get(PRIMARY_RESOURCE_TYPE) == self.gvk.group_kind
-        )
-
-
-def inject(
-    owner: Owner, child: KubeObject, *, child_namespaced: bool, child_namespace: str
-) -> None:
-    """Mark ``child`` as owned by ``owner``, in place (operator-sdk's SupportsOwnerReference)."""
-    meta = child.setdefault("metadata", {})
-    if not owner.namespace or (child_namespaced and child_namespace == owner.namespace):
-        refs = meta.setdefault("ownerReferences", [])
-        if not any(ref.get("uid") == owner.uid for ref in refs):
-            refs.append(owner.reference())
-    else:
-        meta.setdefault("annotations", {}).update(owner.annotations())
 
 
 @dataclass(frozen=True)
@@ -147,7 +88,7 @@ def parse_path(path: str) -> Target | None:
     )
 
 
-ChildObserver = Callable[[Owner, Resource, KubeObject], None]
+ChildObserver = Callable[[ownership.Owner, Resource, KubeObject], None]
 CacheLookup = Callable[[Resource, str, str], KubeObject | None]
 
 
@@ -167,7 +108,7 @@ class OwnerProxy:
         self.inject_owner = inject_owner
         self.on_child = on_child
         self.cache = cache
-        self._sessions: dict[str, Owner] = {}
+        self._sessions: dict[str, ownership.Owner] = {}
         self._lock = threading.Lock()
         self._writes_done = threading.Condition(self._lock)
         self._in_flight: collections.Counter[tuple[GVK, str, str]] = collections.Counter()
@@ -195,14 +136,14 @@ class OwnerProxy:
         self._server.shutdown()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def owner_for(self, token: str) -> Owner | None:
+    def owner_for(self, token: str) -> ownership.Owner | None:
         with self._lock:
             return self._sessions.get(token)
 
     @contextlib.contextmanager
     def for_owner(self, owner_obj: KubeObject) -> Iterator[Mapping[str, str]]:
         """A run's environment: a private kubeconfig naming this proxy and a fresh token."""
-        owner = Owner.of(owner_obj)
+        owner = ownership.Owner.of(owner_obj)
         token = secrets.token_urlsafe(24)
         path = self._dir / f"{token[:12]}.kubeconfig"
         kubeconfig = {
@@ -244,7 +185,9 @@ class OwnerProxy:
         except kube_errors.KubeError:
             return None
 
-    def rewrite_body(self, owner: Owner, target: Target, resource: Resource, body: bytes) -> bytes:
+    def rewrite_body(
+        self, owner: ownership.Owner, target: Target, resource: Resource, body: bytes
+    ) -> bytes:
         try:
             child = json.loads(body)
         except ValueError:
@@ -252,7 +195,9 @@ class OwnerProxy:
         if not isinstance(child, dict):
             return body
         namespace = target.namespace or str((child.get("metadata") or {}).get("namespace") or "")
-        inject(owner, child, child_namespaced=resource.namespaced, child_namespace=namespace)
+        ownership.inject(
+            owner, child, child_namespaced=resource.namespaced, child_namespace=namespace
+        )
         return json.dumps(child).encode()
 
     def begin_write(self, key: tuple[GVK, str, str]) -> None:
@@ -285,7 +230,7 @@ class OwnerProxy:
             self._writes_done.wait_for(lambda: key not in self._in_flight, timeout=_WRITE_WAIT)
             return version in self._own_writes
 
-    def observe(self, owner: Owner, resource: Resource, payload: Any) -> None:
+    def observe(self, owner: ownership.Owner, resource: Resource, payload: Any) -> None:
         if self.on_child is None or not isinstance(payload, dict):
             return
         items = payload.get("items") if "items" in payload else [payload]

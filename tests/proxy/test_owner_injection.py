@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from runner import dependents, proxy
+from runner import ownership, proxy
 from runner.kube.types import GVK
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
-NAMESPACED_OWNER = proxy.Owner(gvk=MEMCACHED, name="m", namespace="ns", uid="u-1")
-CLUSTER_OWNER = proxy.Owner(
+NAMESPACED_OWNER = ownership.Owner(gvk=MEMCACHED, name="m", namespace="ns", uid="u-1")
+CLUSTER_OWNER = ownership.Owner(
     gvk=GVK("example.com", "v1", "Tenant"), name="t", namespace="", uid="u-2"
 )
 
@@ -27,10 +27,10 @@ CLUSTER_OWNER = proxy.Owner(
     ],
 )
 def test_inject(
-    owner: proxy.Owner, namespaced: bool, child_namespace: str, expect_ref: bool
+    owner: ownership.Owner, namespaced: bool, child_namespace: str, expect_ref: bool
 ) -> None:
     child: dict[str, Any] = {"metadata": {"name": "c"}}
-    proxy.inject(owner, child, child_namespaced=namespaced, child_namespace=child_namespace)
+    ownership.inject(owner, child, child_namespaced=namespaced, child_namespace=child_namespace)
     meta = child["metadata"]
     if expect_ref:
         assert meta["ownerReferences"] == [owner.reference()], meta
@@ -48,7 +48,7 @@ def test_inject_keeps_existing_references_and_is_idempotent() -> None:
     other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u-9"}
     child: dict[str, Any] = {"metadata": {"ownerReferences": [other]}}
     for _ in range(2):
-        proxy.inject(NAMESPACED_OWNER, child, child_namespaced=True, child_namespace="ns")
+        ownership.inject(NAMESPACED_OWNER, child, child_namespaced=True, child_namespace="ns")
     assert child["metadata"]["ownerReferences"] == [other, NAMESPACED_OWNER.reference()]
 
 
@@ -119,7 +119,7 @@ def test_owner_keys_from_references_and_annotations() -> None:
             ],
         }
     }
-    assert dependents.owner_keys(child, MEMCACHED) == ["ns/m"]
+    assert ownership.owner_keys(child, MEMCACHED) == ["ns/m"]
     annotated = {
         "metadata": {
             "annotations": {
@@ -128,5 +128,5 @@ def test_owner_keys_from_references_and_annotations() -> None:
             }
         }
     }
-    assert dependents.owner_keys(annotated, MEMCACHED) == ["ns/m2"]
-    assert dependents.owner_keys(annotated, GVK("other.io", "v1", "Memcached")) == []
+    assert ownership.owner_keys(annotated, MEMCACHED) == ["ns/m2"]
+    assert ownership.owner_keys(annotated, GVK("other.io", "v1", "Memcached")) == []

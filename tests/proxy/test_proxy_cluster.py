@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from runner import proxy
+from runner import ownership, proxy
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, Resource
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -83,10 +84,14 @@ def test_create_through_the_proxy_injects_the_owner(
         )
     assert code == 201, created
     refs = created["metadata"].get("ownerReferences")
-    assert refs == [proxy.Owner.of(owner).reference()], refs
-    assert [(plural, child["metadata"]["name"]) for _, plural, child in seen] == [
-        ("configmaps", "child")
-    ], "the proxy should report the child it saw created"
+    assert refs == [ownership.Owner.of(owner).reference()], refs
+    # Reported just after the answer is sent, from the proxy's handler thread.
+    wait_for(
+        lambda: [(plural, child["metadata"]["name"]) for _, plural, child in seen],
+        until=lambda found: found == [("configmaps", "child")],
+        describe="the proxy to report the child it saw created",
+        timeout=5,
+    )
 
 
 def test_requests_without_a_live_token_are_refused(

@@ -1,0 +1,91 @@
+"""Who owns a child object: owner references, or operator-sdk's annotations.
+
+Kubernetes garbage-collects children through ``ownerReferences``, but only
+within one namespace (or under a cluster-scoped owner). For a child in another
+namespace, or a cluster-scoped child of a namespaced owner, operator-sdk
+records the owner in two annotations instead; dependent watches read both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runner.kube.types import GVK, KubeObject, ObjectKey, make_key
+
+PRIMARY_RESOURCE = "operator-sdk/primary-resource"
+PRIMARY_RESOURCE_TYPE = "operator-sdk/primary-resource-type"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The custom resource a run reconciles."""
+
+    gvk: GVK
+    name: str
+    namespace: str  # "" when cluster-scoped
+    uid: str
+
+    @classmethod
+    def of(cls, obj: KubeObject) -> Owner:
+        meta = obj["metadata"]
+        return cls(
+            gvk=GVK.of(obj),
+            name=meta["name"],
+            namespace=meta.get("namespace") or "",
+            uid=meta["uid"],
+        )
+
+    def reference(self) -> dict[str, str]:
+        # Like operator-sdk: no controller/blockOwnerDeletion, so no extra RBAC on the owner.
+        return {
+            "apiVersion": self.gvk.api_version,
+            "kind": self.gvk.kind,
+            "name": self.name,
+            "uid": self.uid,
+        }
+
+    def annotations(self) -> dict[str, str]:
+        return {
+            PRIMARY_RESOURCE: f"{self.namespace}/{self.name}",
+            PRIMARY_RESOURCE_TYPE: self.gvk.group_kind,
+        }
+
+    def owns(self, child: KubeObject) -> bool:
+        meta = child.get("metadata") or {}
+        if any(ref.get("uid") == self.uid for ref in meta.get("ownerReferences") or []):
+            return True
+        notes = meta.get("annotations") or {}
+        return bool(
+            notes.get(PRIMARY_RESOURCE) == f"{self.namespace}/{self.name}"
+            and notes.get(PRIMARY_RESOURCE_TYPE) == self.gvk.group_kind
+        )
+
+
+def inject(
+    owner: Owner, child: KubeObject, *, child_namespaced: bool, child_namespace: str
+) -> None:
+    """Mark ``child`` as owned by ``owner``, in place (operator-sdk's SupportsOwnerReference)."""
+    meta = child.setdefault("metadata", {})
+    if not owner.namespace or (child_namespaced and child_namespace == owner.namespace):
+        refs = meta.setdefault("ownerReferences", [])
+        if not any(ref.get("uid") == owner.uid for ref in refs):
+            refs.append(owner.reference())
+    else:
+        meta.setdefault("annotations", {}).update(owner.annotations())
+
+
+def owner_keys(child: KubeObject, owner_gvk: GVK) -> list[ObjectKey]:
+    """Keys of the owners of kind ``owner_gvk`` that ``child`` names."""
+    meta = child.get("metadata") or {}
+    keys: list[ObjectKey] = []
+    for ref in meta.get("ownerReferences") or []:
+        group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+        if ref.get("kind") == owner_gvk.kind and group == owner_gvk.group:
+            # An owner reference always points into the child's namespace, or at a
+            # cluster-scoped owner; the caller drops the namespace for the latter.
+            keys.append(make_key(namespace=meta.get("namespace") or "", name=ref["name"]))
+    notes = meta.get("annotations") or {}
+    if notes.get(PRIMARY_RESOURCE_TYPE) == owner_gvk.group_kind and notes.get(PRIMARY_RESOURCE):
+        namespace, _, name = str(notes[PRIMARY_RESOURCE]).rpartition("/")
+        keys.append(make_key(namespace=namespace, name=name))
+    return keys
