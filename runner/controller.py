@@ -147,5 +147,16 @@ class Controller:
                 outcome = Outcome.REQUEUED if result.requested else Outcome.SUCCEEDED
             else:
                 outcome = Outcome.SUCCEEDED
+        elapsed = time.monotonic() - started
+        if outcome is not Outcome.FAILED:
+            log.info(
+                "reconciled",
+                extra={
+                    "kind": self.gvk.kind,
+                    "object": key,
+                    "result": str(outcome),
+                    "seconds": round(elapsed, 3),
+                },
+            )
         if self._observer is not None:
-            self._observer(self.gvk, outcome, time.monotonic() - started)
+            self._observer(self.gvk, outcome, elapsed)
