@@ -49,11 +49,13 @@ venv: $(VENV)/.installed ## Create .venv/ with the runner and its dev tools.
 check: lint test ## The gate: ruff, mypy, import contracts, then every test.
 
 .PHONY: lint
-lint: venv ## ruff, mypy --strict and the import-layer contracts.
+lint: venv ## ruff, mypy --strict, import-layer contracts, ansible-lint (roles, playbooks), hadolint (Dockerfile).
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/runner/collection $(BIN)/ansible-lint --offline --profile production roles/ playbooks/
+	$(BIN)/hadolint Dockerfile
 
 .PHONY: fmt
 fmt: venv ## Format the Python code.
