@@ -8,6 +8,7 @@ client certificates, bearer tokens (inline or file) and
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -87,12 +88,23 @@ def _named(items: list[dict[str, Any]], name: str, what: str, path: str) -> dict
 
 
 def _materialise(data_b64: str | None, file: str | None, base: Path, suffix: str) -> str | None:
-    """Return a file path for inline ``*-data`` (written to a private temp file) or ``file``."""
+    """Return a file path for inline ``*-data`` or for ``file``.
+
+    Inline data is written once to a private, content-addressed file (in a 0700
+    directory of this user), so loading the same kubeconfig again — every module
+    run does — reuses it instead of leaving a new temp file behind each time.
+    """
     if data_b64:
-        fd, name = tempfile.mkstemp(prefix="kubeconfig-", suffix=suffix)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(base64.b64decode(data_b64))
-        return name
+        raw = base64.b64decode(data_b64)
+        directory = Path(tempfile.gettempdir()) / f"playbook-operator-{os.getuid()}"
+        directory.mkdir(mode=0o700, exist_ok=True)
+        target = directory / f"{hashlib.sha256(raw).hexdigest()[:24]}{suffix}"
+        if not target.is_file():
+            fd, partial = tempfile.mkstemp(dir=directory, suffix=".part")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(raw)
+            os.replace(partial, target)  # atomic: concurrent loaders never see half a key
+        return str(target)
     if file:
         return str(base / file) if not os.path.isabs(file) else file
     return None
