@@ -191,6 +191,12 @@ class Tally:
             self._log.info("task started", extra=fields)
         elif name == "runner_on_ok" and action in _DEBUG_ACTIONS:
             self._log.info("debug", extra={**fields, "output": _debug_output(data.get("res"))})
+        elif name == "runner_on_ok":
+            # One line per finished task; at debug level so the default log stays one
+            # line per task start, as operator-sdk's.
+            res = data.get("res")
+            changed = bool(res.get("changed")) if isinstance(res, Mapping) else False
+            self._log.debug("task ok", extra={**fields, "changed": changed})
         elif name == "runner_on_failed":
             extra = {**fields, "error": _failure_message(data.get("res")), "ignored": False}
             if data.get("task_path"):

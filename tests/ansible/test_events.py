@@ -159,8 +159,11 @@ RUN = (
 
 def test_tasks_level_logs_task_starts_debug_output_and_failures() -> None:
     handler = logged(events.LogEvents.TASKS, *RUN)
-    assert handler.messages() == ["task started", "debug", "task failed"]
-    started, debug, failed = handler.records
+    info = [r for r in handler.records if r.levelno >= logging.INFO]
+    assert [r.getMessage() for r in info] == ["task started", "debug", "task failed"]
+    finished = [r for r in handler.records if r.levelno == logging.DEBUG]
+    assert [(r.getMessage(), r.__dict__["task"]) for r in finished] == [("task ok", "Create it")]
+    started, debug, failed = info
     assert (started.__dict__["task"], started.__dict__["role"]) == ("Create it", "web")
     assert debug.__dict__["output"] == "hi"
     assert failed.levelno == logging.ERROR
