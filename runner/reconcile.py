@@ -188,7 +188,11 @@ class Reconciler:
         except ValueError as exc:
             message = f"Unable to parse reconcile period annotation: {exc}"
             if manage:
-                self._write_status(obj, lambda c: status.mark_error(c, message=message, now=_now()))
+                self._write_status(
+                    obj,
+                    lambda c: status.mark_error(c, message=message, now=_now()),
+                    observed=meta.get("generation"),  # this generation was seen, and refused
+                )
             raise errors.ReconcileError(message) from exc
 
         written: KubeObject | None = None

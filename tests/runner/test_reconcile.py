@@ -236,3 +236,29 @@ def test_reconciles_after_apiserver_restart(
         timeout=120,
     )
     assert operator.returncode is None, "operator exited during the API server restart"
+
+
+def test_reconcile_period_annotation_resyncs_the_object(
+    kube: Client, namespace: str, start_operator: StartOperator
+) -> None:
+    operator = start_operator(watches())
+    obj = probe("p", namespace, {"message": "tick"})
+    obj["metadata"]["annotations"] = {"ansible.sdk.operatorframework.io/reconcile-period": "1s"}
+    kube.create(PROBE, obj, namespace=namespace)
+    wait_condition(kube, namespace=namespace, name="p", kind="Successful", status="True")
+    operator.eventually(
+        operator.runs, until=lambda n: n >= 3, describe=">= 3 runs from a 1s reconcile period"
+    )
+
+
+def test_bad_reconcile_period_annotation_is_a_failure(
+    kube: Client, namespace: str, start_operator: StartOperator
+) -> None:
+    start_operator(watches())
+    obj = probe("q", namespace, {"message": "x"})
+    obj["metadata"]["annotations"] = {"ansible.sdk.operatorframework.io/reconcile-period": "often"}
+    kube.create(PROBE, obj, namespace=namespace)
+    failed = wait_condition(kube, namespace=namespace, name="q", kind="Failure", status="True")
+    failure = condition(failed, "Failure")
+    assert failure is not None
+    assert "Unable to parse reconcile period annotation" in failure["message"], failure
