@@ -122,6 +122,26 @@ def parser() -> argparse.ArgumentParser:
     )
     _flag(
         run,
+        "--metrics-secure",
+        default=False,
+        help="serve /metrics over HTTPS",
+        **b,
+    )
+    _flag(
+        run,
+        "--metrics-require-rbac",
+        default=False,
+        help="scrapers need a token allowed to get /metrics (needs --metrics-secure)",
+        **b,
+    )
+    _flag(
+        run,
+        "--metrics-cert-dir",
+        default="",
+        help="directory with tls.crt and tls.key (default: a self-signed certificate)",
+    )
+    _flag(
+        run,
         "--health-probe-bind-address",
         default=defaults.health_probe_bind_address,
         help="/healthz and /readyz address (0 disables)",
@@ -188,6 +208,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> settings_mod.Settings:
+    if args.metrics_require_rbac and not args.metrics_secure:
+        # A scraper's bearer token must never cross the network in clear text.
+        raise errors.ConfigError("--metrics-require-rbac needs --metrics-secure")
     watches_file = Path(args.watches_file)
     roles_path = tuple(
         p
@@ -224,6 +247,9 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         cache_reads=args.cache_reads,
         proxy_port=args.proxy_port,
         metrics_bind_address=args.metrics_bind_address,
+        metrics_secure=args.metrics_secure,
+        metrics_require_rbac=args.metrics_require_rbac,
+        metrics_cert_dir=args.metrics_cert_dir,
         health_probe_bind_address=args.health_probe_bind_address,
         custom_metrics_bind_address=args.custom_metrics_bind_address,
         leader_elect=args.leader_elect,

@@ -8,6 +8,7 @@ regardless of leadership (a standby replica is ready to take over).
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,11 +36,24 @@ def serve(
     *,
     handler: type[BaseHTTPRequestHandler],
     name: str,
+    tls: ssl.SSLContext | None = None,
 ) -> ThreadingHTTPServer:
     server = _QuietServer(address, handler)
+    if tls is not None:
+        # Handshake in the handler thread, so a slow client cannot stall accept().
+        server.socket = tls.wrap_socket(
+            server.socket, server_side=True, do_handshake_on_connect=False
+        )
     thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
     thread.start()
-    log.info("serving", extra={"endpoint": name, "address": f"{address[0]}:{server.server_port}"})
+    log.info(
+        "serving",
+        extra={
+            "endpoint": name,
+            "address": f"{address[0]}:{server.server_port}",
+            "scheme": "https" if tls is not None else "http",
+        },
+    )
     return server
 
 

@@ -18,8 +18,8 @@ import time
 from http.server import ThreadingHTTPServer
 from types import FrameType
 
-from runner import controller as controller_mod
 from runner import (
+    access,
     dependents,
     health,
     leader,
@@ -30,6 +30,7 @@ from runner import (
     recorder,
     source,
 )
+from runner import controller as controller_mod
 from runner import predicate as predicate_mod
 from runner import queue as queue_mod
 from runner import settings as settings_mod
@@ -190,9 +191,21 @@ class Manager:
             )
         scrape = health.parse_bind(self.settings.metrics_bind_address)
         if scrape is not None:
+            authorize: metrics.Authorize | None = None
+            if self.settings.metrics_require_rbac:
+                authorizer = access.TokenAuthorizer(self.client)
+                authorize = lambda header: authorizer.check(header).value  # noqa: E731
+            tls = (
+                access.server_context(self.settings.metrics_cert_dir or None)
+                if self.settings.metrics_secure
+                else None
+            )
             self._servers.append(
                 health.serve(
-                    scrape, handler=metrics.exposition_handler(self.metrics), name="metrics"
+                    scrape,
+                    handler=metrics.exposition_handler(self.metrics, authorize=authorize),
+                    name="metrics",
+                    tls=tls,
                 )
             )
         custom = health.parse_bind(

@@ -163,7 +163,13 @@ class Metrics:
             metric.observe(float(spec["observe"]))
 
 
-def exposition_handler(metrics: Metrics) -> type[BaseHTTPRequestHandler]:
+#: Given the request's Authorization header, the HTTP status to answer with (200: serve).
+Authorize = Callable[[str | None], int]
+
+
+def exposition_handler(
+    metrics: Metrics, *, authorize: Authorize | None = None
+) -> type[BaseHTTPRequestHandler]:
     class Expose(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -171,6 +177,11 @@ def exposition_handler(metrics: Metrics) -> type[BaseHTTPRequestHandler]:
             if not self.path.startswith("/metrics"):
                 self.send_error(404)
                 return
+            if authorize is not None:
+                code = authorize(self.headers.get("Authorization"))
+                if code != 200:
+                    self.send_error(code)
+                    return
             body = generate_latest(metrics.registry)
             self.send_response(200)
             self.send_header("Content-Type", CONTENT_TYPE_LATEST)

@@ -53,6 +53,9 @@ class Settings:
     cache_reads: bool = True  # serve roles' GETs of watched kinds from informer caches
     proxy_port: int = 8888
     metrics_bind_address: str = ":8080"
+    metrics_secure: bool = False  # HTTPS for /metrics
+    metrics_require_rbac: bool = False  # TokenReview + SubjectAccessReview per scraper
+    metrics_cert_dir: str = ""  # tls.crt/tls.key; empty: self-signed at start-up
     health_probe_bind_address: str = ":6789"
     custom_metrics_bind_address: str = "127.0.0.1:5050"
     leader_elect: bool = False

@@ -63,3 +63,9 @@ def test_invalid_watches_stop_the_runner(tmp_path: Path, content: str, expected:
     answer = run("run", "--watches-file=./watches.yaml", cwd=tmp_path)
     assert answer.returncode == 2, f"expected exit 2, saw {answer.returncode}: {answer.stderr}"
     assert "watches.yaml" in answer.stderr and expected in answer.stderr, answer.stderr
+
+
+def test_metrics_rbac_without_tls_is_refused(tmp_path: Path) -> None:
+    answer = run("run", "--metrics-require-rbac", cwd=tmp_path)
+    assert answer.returncode == 2, answer.stderr
+    assert "--metrics-require-rbac needs --metrics-secure" in answer.stderr, answer.stderr

@@ -9,7 +9,10 @@ RBAC checks at the end prove it is no broader than the role needs.
 
 from __future__ import annotations
 
+import ssl
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 SERVICE = GVK("", "v1", "Service")
 POD = GVK("", "v1", "Pod")
+CLUSTER_ROLE_BINDING = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +95,12 @@ def kubectl_as(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]
         pytest.param("create", "deployments.apps", True, id="create-deployments"),
         pytest.param("patch", "memcacheds.cache.example.com/status", True, id="patch-status"),
         pytest.param("create", "leases.coordination.k8s.io", True, id="leases-in-system-namespace"),
+        pytest.param(
+            "create", "tokenreviews.authentication.k8s.io", True, id="metrics-tokenreviews"
+        ),
+        pytest.param(
+            "create", "subjectaccessreviews.authorization.k8s.io", True, id="metrics-accessreviews"
+        ),
         pytest.param("delete", "deployments.apps", False, id="no-delete-deployments"),
         pytest.param("get", "secrets", False, id="no-secrets"),
         pytest.param("create", "pods", False, id="no-create-pods"),
@@ -105,6 +115,22 @@ def test_manager_rbac_is_least_privilege(
     assert seen == ("yes" if allowed else "no"), (
         f"can-i {verb} {resource}: expected allowed={allowed}, saw {seen!r} {answer.stderr}"
     )
+
+
+def _token(kubeconfig: Path) -> str:
+    return str(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"])
+
+
+def _scrape(url: str, *, token: str) -> int:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # self-signed
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
 
 
 def _memcached(kube: Client, namespace: str) -> dict[str, Any]:
@@ -178,9 +204,27 @@ def test_memcached_lifecycle_under_manager_service_account(
             "--leader-elect",
             "--leader-election-id=memcached-operator",
             f"--leader-election-namespace={SYSTEM_NAMESPACE}",
+            "--metrics-secure",  # as config/default runs it
+            "--metrics-require-rbac",
         ),
         env={"ANSIBLE_ROLES_PATH": str(ROOT / "roles")},
     ).start()
+    # A scraper bound to config/rbac's metrics-reader, so the run counts below can be read.
+    accounts.ensure(cluster, namespace=namespace, name="scraper")
+    binding = f"{namespace}-scraper"
+    kube.create(
+        CLUSTER_ROLE_BINDING,
+        {
+            "metadata": {"name": binding},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "memcached-operator-metrics-reader",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": namespace}],
+        },
+    )
+    operator.metrics_token = accounts.mint_token(cluster, namespace=namespace, name="scraper")
     try:
         sample = yaml.safe_load(
             (ROOT / "config" / "samples" / "cache_v1alpha1_memcached.yaml").read_text()
@@ -227,7 +271,18 @@ def test_memcached_lifecycle_under_manager_service_account(
             describe="garbage collection of every child",
             timeout=90,
         )
+        # Secure metrics under the manager's own RBAC: its TokenReview and
+        # SubjectAccessReview go through: the scraper's token is served (the run counts
+        # above), the manager's own token, not bound to metrics-reader, gets 403.
+        assert (
+            _scrape(
+                f"https://{operator.address('metrics')}/metrics", token=_token(manager_kubeconfig)
+            )
+            == 403
+        )
+        assert not operator.logged("metrics authorization failed"), operator.tail()
         denied = [line for line in operator.raw if "forbidden" in line.lower() or " 403 " in line]
         assert not denied, "the manager's RBAC denied something:\n" + "\n".join(denied[:5])
     finally:
+        kube.delete(CLUSTER_ROLE_BINDING, name=binding)
         assert operator.stop() == 0, operator.tail()

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -63,6 +64,7 @@ class OperatorProcess:
             "ANSIBLE_ROLES_PATH": str(FIXTURES / "roles"),
             **(env or {}),
         }
+        self.metrics_token: str | None = None  # for --metrics-require-rbac
         self.lines: list[dict[str, Any]] = []
         self.raw: list[str] = []
         self._proc: subprocess.Popen[str] | None = None
@@ -141,9 +143,20 @@ class OperatorProcess:
             return False
 
     def metrics(self) -> str:
+        """The /metrics text, over HTTPS with ``metrics_token`` when the runner serves so."""
         address = self.address("metrics")
         assert address, f"no metrics endpoint logged; log tail:\n{self.tail()}"
-        with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as answer:
+        secure = self.logged("serving", endpoint="metrics", scheme="https")
+        headers = {"Authorization": f"Bearer {self.metrics_token}"} if self.metrics_token else {}
+        context = None
+        if secure:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE  # the runner's self-signed certificate
+        request = urllib.request.Request(
+            f"{'https' if secure else 'http'}://{address}/metrics", headers=headers
+        )
+        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
             return str(answer.read().decode())
 
     def metric(self, name: str, **labels: str) -> float:
