@@ -33,7 +33,6 @@ import socket
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ import yaml
 
 from runner import ownership
 from runner.kube import errors as kube_errors
+from runner.kube import paths
 from runner.kube.client import APPLY_PATCH, Client
 from runner.kube.types import GVK, KubeObject, Resource
 
@@ -51,41 +51,6 @@ log = logging.getLogger("runner.proxy")
 _FORWARDED_HEADERS = ("content-type", "accept", "user-agent")
 _OWN_WRITES_KEPT = 4096
 _WRITE_WAIT = 5.0  # seconds an informer waits for an in-flight write's answer
-
-
-@dataclass(frozen=True)
-class Target:
-    """A parsed resource path."""
-
-    group: str
-    version: str
-    namespace: str
-    plural: str
-    name: str
-    subresource: str
-
-
-def parse_path(path: str) -> Target | None:
-    parts = [p for p in path.split("/") if p]
-    if len(parts) >= 2 and parts[0] == "api":
-        group, version, rest = "", parts[1], parts[2:]
-    elif len(parts) >= 3 and parts[0] == "apis":
-        group, version, rest = parts[1], parts[2], parts[3:]
-    else:
-        return None
-    namespace = ""
-    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
-        namespace, rest = rest[1], rest[2:]
-    if not rest:
-        return None
-    return Target(
-        group=group,
-        version=version,
-        namespace=namespace,
-        plural=rest[0],
-        name=rest[1] if len(rest) > 1 else "",
-        subresource="/".join(rest[2:]),
-    )
 
 
 ChildObserver = Callable[[ownership.Owner, Resource, KubeObject], None]
@@ -177,7 +142,7 @@ class OwnerProxy:
 
     # -- request handling (called from handler threads) --------------------
 
-    def resource_of(self, target: Target) -> Resource | None:
+    def resource_of(self, target: paths.Target) -> Resource | None:
         try:
             return self.client.resource_for(
                 group=target.group, version=target.version, plural=target.plural
@@ -186,7 +151,7 @@ class OwnerProxy:
             return None
 
     def rewrite_body(
-        self, owner: ownership.Owner, target: Target, resource: Resource, body: bytes
+        self, owner: ownership.Owner, target: paths.Target, resource: Resource, body: bytes
     ) -> bytes:
         try:
             child = json.loads(body)
@@ -259,7 +224,7 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
 
 
 def _write_key(
-    method: str, target: Target | None, resource: Resource | None, body: bytes | None
+    method: str, target: paths.Target | None, resource: Resource | None, body: bytes | None
 ) -> tuple[GVK, str, str] | None:
     """Which object a mutating request writes, when it can be told before the answer."""
     if method not in ("POST", "PUT", "PATCH") or target is None or resource is None:
@@ -322,7 +287,7 @@ def _handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                 # upgrade, and a stale answer only affects client-side version checks.
                 self._send(200, proxy.version, {"X-Cache": "HIT"})
                 return
-            target = parse_path(url.path)
+            target = paths.parse_path(url.path)
             resource = proxy.resource_of(target) if target else None
             query = parse_qs(url.query)
             if (

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from runner import ownership, proxy
+from runner import ownership
+from runner.kube import paths
 from runner.kube.types import GVK
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -86,7 +87,7 @@ def test_inject_keeps_existing_references_and_is_idempotent() -> None:
     ],
 )
 def test_parse_path(path: str, expected: tuple[str, ...]) -> None:
-    target = proxy.parse_path(path)
+    target = paths.parse_path(path)
     assert target is not None, path
     got = (
         target.group,
@@ -101,7 +102,7 @@ def test_parse_path(path: str, expected: tuple[str, ...]) -> None:
 
 @pytest.mark.parametrize("path", ["/version", "/apis", "/api/v1", "/openapi/v2", "/healthz"])
 def test_parse_path_non_resource(path: str) -> None:
-    assert proxy.parse_path(path) is None
+    assert paths.parse_path(path) is None
 
 
 def test_owner_keys_from_references_and_annotations() -> None:
