@@ -109,7 +109,7 @@ docker-push: ## Push the operator image IMG.
 	$(CONTAINER_TOOL) push $(IMG)
 
 .PHONY: molecule
-molecule: venv cluster-binaries ## Molecule on the embedded cluster (MOLECULE_SCENARIO=default tests a deployed image in $$KUBECONFIG).
+molecule: venv cluster-binaries ## Molecule on the embedded cluster (MOLECULE_SCENARIO=default: a deployed image in the KUBECONFIG cluster).
 	@scenario=$${MOLECULE_SCENARIO:-embedded}; \
 	if [ "$$scenario" = embedded ]; then \
 		$(MAKE) --no-print-directory cluster-up && export KUBECONFIG=$(CLUSTER_KUBECONFIG); \
