@@ -53,8 +53,6 @@ class Controller:
         self.workers = workers
         self._observer = observer
         self._threads: list[threading.Thread] = []
-        self._busy = 0
-        self._busy_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -92,8 +90,7 @@ class Controller:
             self._threads.append(thread)
 
     def in_flight(self) -> int:
-        with self._busy_lock:
-            return self._busy
+        return self.queue.in_flight()  # keys handed out and not yet done
 
     def stop(self, *, timeout: float) -> bool:
         """Stop taking work; wait up to ``timeout`` for running reconciles. True if all ended."""
@@ -108,13 +105,9 @@ class Controller:
             key = self.queue.get()
             if key is None:
                 return  # shut down
-            with self._busy_lock:
-                self._busy += 1
             try:
                 self._process(key)
             finally:
-                with self._busy_lock:
-                    self._busy -= 1
                 # done() after the result branch: a key re-added meanwhile becomes ready now.
                 self.queue.done(key)
 

@@ -48,11 +48,6 @@ class DependentWatches:
         self._informers: dict[GVK, list[source.Informer]] = {}
         self._lock = threading.Lock()
 
-    @property
-    def informers(self) -> list[source.Informer]:
-        with self._lock:
-            return [i for group in self._informers.values() for i in group]
-
     def get(self, resource: Resource, namespace: str, name: str) -> KubeObject | None:
         with self._lock:
             informers = list(self._informers.get(resource.gvk, []))

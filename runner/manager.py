@@ -64,7 +64,6 @@ class Manager:
         self.dependents: dependents.DependentWatches | None = None
         self.elector: leader.LeaderElector | None = None
         self._servers: list[ThreadingHTTPServer] = []
-        self.exit_code = 0
         # Environment every Ansible run gets on top of its kubeconfig (filled by _serve).
         self.run_env: dict[str, str] = {}
 

@@ -80,7 +80,6 @@ class OwnerProxy:
         self._dir = Path(tempfile.mkdtemp(prefix="playbook-operator-proxy-"))
         os.chmod(self._dir, 0o700)  # per-run kubeconfigs hold live tokens
         self._server = _Server(("127.0.0.1", port), _handler_for(self))
-        self.cache_hits = 0
         self.version: bytes | None = None  # the API server's /version answer, once seen
         # (uid, resourceVersion) of objects our runs wrote: their watch events are echoes
         # of our own changes and must not trigger yet another reconcile.
@@ -300,7 +299,6 @@ def _handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
             ):
                 cached = proxy.cache(resource, target.namespace, target.name)
                 if cached is not None:
-                    proxy.cache_hits += 1
                     proxy.observe(owner, resource, cached)
                     self._send(200, json.dumps(cached).encode(), {"X-Cache": "HIT"})
                     return

@@ -77,28 +77,27 @@ class Settings:
         deprecated ``WORKER_<KIND>_<GROUP>``), else ``--max-concurrent-reconciles``."""
         suffix = env_suffix(gvk)
         for name in (f"MAX_CONCURRENT_RECONCILES_{suffix}", f"WORKER_{suffix}"):
-            value = self.environ.get(name)
-            if value:
-                try:
-                    number = int(value)
-                except ValueError as exc:
-                    raise errors.ConfigError(f"${name}: not an integer: {value!r}") from exc
-                if number > 0:
-                    return number
+            number = self._env_int(name)
+            if number is not None and number > 0:
+                return number
         return max(1, self.max_concurrent_reconciles)
 
     def verbosity_for(self, gvk: GVK) -> int:
         """``ANSIBLE_VERBOSITY_<KIND>_<GROUP>`` (0-7), else ``--ansible-verbosity``."""
-        name = f"ANSIBLE_VERBOSITY_{env_suffix(gvk)}"
-        value = self.environ.get(name)
-        if value:
-            try:
-                number = int(value)
-            except ValueError as exc:
-                raise errors.ConfigError(f"${name}: not an integer: {value!r}") from exc
-            if 0 <= number <= 7:
-                return number
+        number = self._env_int(f"ANSIBLE_VERBOSITY_{env_suffix(gvk)}")
+        if number is not None and 0 <= number <= 7:
+            return number
         return self.ansible_verbosity
+
+    def _env_int(self, name: str) -> int | None:
+        """An integer environment variable; unset or empty is None, anything else an error."""
+        value = self.environ.get(name)
+        if not value:
+            return None
+        try:
+            return int(value)
+        except ValueError as exc:
+            raise errors.ConfigError(f"${name}: not an integer: {value!r}") from exc
 
     def leader_lease_name(self) -> str:
         return (

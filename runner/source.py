@@ -53,22 +53,12 @@ class Informer:
         self._lock = threading.Lock()
         self._resource_version = ""
         self.synced = threading.Event()
-        self.relists = 0
-        self.reconnects = 0
 
     # -- cache ------------------------------------------------------------
 
     def get(self, key: ObjectKey) -> KubeObject | None:
         with self._lock:
             return self._store.get(key)
-
-    def items(self) -> list[KubeObject]:
-        with self._lock:
-            return list(self._store.values())
-
-    def keys(self) -> list[ObjectKey]:
-        with self._lock:
-            return list(self._store)
 
     # -- loop -------------------------------------------------------------
 
@@ -88,7 +78,6 @@ class Informer:
                 self._log.info("watch expired, relisting", extra=self._ident())
                 self._resource_version = ""
             except (kube_errors.KubeError, ValueError) as exc:
-                self.reconnects += 1
                 self._log.warning(
                     "watch interrupted, reconnecting",
                     extra={**self._ident(), "error": str(exc), "retry_in": round(delay, 2)},
@@ -123,7 +112,6 @@ class Informer:
         with self._lock:
             old_store, self._store = self._store, fresh
         self._resource_version = str(listing.get("metadata", {}).get("resourceVersion", ""))
-        self.relists += 1
         initial = not self.synced.is_set()
         for key, obj in fresh.items():
             previous = old_store.get(key)

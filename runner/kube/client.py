@@ -22,7 +22,6 @@ from runner.kube.types import GVK, KubeObject, Resource, WatchEvent
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 Query = dict[str, str | int | bool]
@@ -54,6 +53,8 @@ class Client:
             retries=False,
         )
         self._resources: dict[GVK, Resource] = {}
+        # The same resources by (group, version, plural): the proxy looks one up per request.
+        self._by_path: dict[tuple[str, str, str], Resource] = {}
         self._lock = threading.Lock()
         self.request_count = 0
 
@@ -199,9 +200,9 @@ class Client:
 
     def resource_for(self, *, group: str, version: str, plural: str) -> Resource | None:
         """The resource served at ``plural`` in group/version (None if unknown)."""
-        for res in list(self._resources.values()):
-            if res.plural == plural and res.gvk.group == group and res.gvk.version == version:
-                return res
+        cached = self._by_path.get((group, version, plural))
+        if cached is not None:
+            return cached
         try:
             found = self.discover(group, version)
         except errors.ApiError:
@@ -233,12 +234,14 @@ class Client:
             )
         with self._lock:
             self._resources.update({r.gvk: r for r in found})
+            self._by_path.update({(group, version, r.plural): r for r in found})
         return found
 
     def forget_discovery(self) -> None:
         """Drop cached discovery (after CRDs change)."""
         with self._lock:
             self._resources.clear()
+            self._by_path.clear()
 
     # -- typed helpers ----------------------------------------------------
 

@@ -9,10 +9,7 @@ RBAC checks at the end prove it is no broader than the role needs.
 
 from __future__ import annotations
 
-import ssl
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +23,7 @@ from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from tests.helpers import wait_for
+from tests.runner import harness
 from tests.runner.harness import OperatorProcess
 
 pytestmark = pytest.mark.integration
@@ -119,18 +117,6 @@ def test_manager_rbac_is_least_privilege(
 
 def _token(kubeconfig: Path) -> str:
     return str(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"])
-
-
-def _scrape(url: str, *, token: str) -> int:
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # self-signed
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(request, timeout=10, context=context) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
 
 
 def _memcached(kube: Client, namespace: str) -> dict[str, Any]:
@@ -275,9 +261,9 @@ def test_memcached_lifecycle_under_manager_service_account(
         # SubjectAccessReview go through: the scraper's token is served (the run counts
         # above), the manager's own token, not bound to metrics-reader, gets 403.
         assert (
-            _scrape(
+            harness.scrape(
                 f"https://{operator.address('metrics')}/metrics", token=_token(manager_kubeconfig)
-            )
+            )[0]
             == 403
         )
         assert not operator.logged("metrics authorization failed"), operator.tail()

@@ -11,16 +11,10 @@ import pytest
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from tests.helpers import unique_name, wait_for
-from tests.runner.support import PROBE, StartOperator, probe, wait_condition
+from tests.runner.support import PROBE, StartOperator, probe, probe_watches, wait_condition
 
 pytestmark = pytest.mark.integration
 
-WATCHES = """\
-- version: v1
-  group: tests.playbook-operator.dev
-  kind: Probe
-  role: probe
-"""
 EVENT = GVK("", "v1", "Event")
 LEASE = GVK("coordination.k8s.io", "v1", "Lease")
 
@@ -34,7 +28,7 @@ def test_metrics_report_reconciles_and_custom_role_metrics(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
     metric = f"probe_runs_{unique_name('m').replace('-', '_')}"
-    operator = start_operator(WATCHES, args=("--custom-metrics-bind-address=127.0.0.1:0",))
+    operator = start_operator(probe_watches(), args=("--custom-metrics-bind-address=127.0.0.1:0",))
     kube.create(
         PROBE, probe("m", namespace, {"message": "m", "metric": metric}), namespace=namespace
     )
@@ -56,7 +50,7 @@ def test_metrics_report_reconciles_and_custom_role_metrics(
 def test_failed_and_recovered_reconciles_are_recorded_as_events(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    start_operator(WATCHES)
+    start_operator(probe_watches())
     kube.create(
         PROBE, probe("e", namespace, {"message": "x", "shouldFail": True}), namespace=namespace
     )
@@ -82,7 +76,7 @@ def test_failed_and_recovered_reconciles_are_recorded_as_events(
 def test_sigterm_lets_the_running_reconcile_finish(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    operator = start_operator(WATCHES)
+    operator = start_operator(probe_watches())
     kube.create(
         PROBE, probe("g", namespace, {"message": "m", "slowSeconds": 4}), namespace=namespace
     )
@@ -111,9 +105,11 @@ def test_leader_election_one_reconciler_and_handover(
         "--lease-duration=4s",
         "--renew-deadline=3s",
     )
-    first = start_operator(WATCHES, args=args)
+    first = start_operator(probe_watches(), args=args)
     wait_for(lambda: first.logged("became leader"), describe="the first runner to lead")
-    second = start_operator(WATCHES, args=args, leading=False)  # a standby: ready, not started
+    second = start_operator(
+        probe_watches(), args=args, leading=False
+    )  # a standby: ready, not started
     kube.create(PROBE, probe("l", namespace, {"message": "one"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="l", kind="Successful", status="True")
     assert first.runs() == 1, first.tail()

@@ -11,20 +11,13 @@ from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from tests.helpers import unique_name, wait_for
-from tests.runner.support import PROBE, StartOperator, probe, wait_condition
+from tests.runner.support import PROBE, StartOperator, probe, probe_watches, wait_condition
 
 pytestmark = pytest.mark.integration
 
 CONFIGMAP = GVK("", "v1", "ConfigMap")
 CLUSTER_ROLE = GVK("rbac.authorization.k8s.io", "v1", "ClusterRole")
 NAMESPACE = GVK("", "v1", "Namespace")
-WATCHES = """\
-- version: v1
-  group: tests.playbook-operator.dev
-  kind: Probe
-  role: probe
-{extra}
-"""
 
 
 def data(kube: Client, namespace: str, name: str) -> dict[str, str] | None:
@@ -37,7 +30,7 @@ def data(kube: Client, namespace: str, name: str) -> dict[str, str] | None:
 def test_children_get_owner_references_and_are_garbage_collected(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    start_operator(WATCHES.format(extra=""))
+    start_operator(probe_watches())
     owner = kube.create(PROBE, probe("o", namespace, {"message": "m"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="o", kind="Successful", status="True")
 
@@ -69,7 +62,7 @@ def test_other_namespace_and_cluster_scoped_children_are_annotated(
     role_name = unique_name("probe-child")
     try:
         start_operator(
-            WATCHES.format(extra="  watchClusterScopedResources: true"),
+            probe_watches("  watchClusterScopedResources: true"),
             env={"WATCH_NAMESPACE": f"{namespace},{other}"},  # the remote child is watched too
         )
         spec = {"message": "m", "otherNamespace": other, "clusterRole": role_name}
@@ -114,7 +107,7 @@ def _uid(kube: Client, name: str) -> str | None:
 def test_changed_or_deleted_child_is_put_back(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    operator = start_operator(WATCHES.format(extra=""))
+    operator = start_operator(probe_watches())
     kube.create(PROBE, probe("d", namespace, {"message": "desired"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="d", kind="Successful", status="True")
 
@@ -136,12 +129,12 @@ def test_changed_or_deleted_child_is_put_back(
 def test_dependent_watches_return_after_restart(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    first = start_operator(WATCHES.format(extra=""))
+    first = start_operator(probe_watches())
     kube.create(PROBE, probe("r", namespace, {"message": "desired"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="r", kind="Successful", status="True")
     assert first.stop() == 0, first.tail()
 
-    second = start_operator(WATCHES.format(extra=""))
+    second = start_operator(probe_watches())
     # The start-up reconcile reads the child back; that is enough to rebuild the watch.
     second.eventually(second.runs, until=lambda n: n >= 1, describe="the start-up reconcile")
     kube.delete(CONFIGMAP, name="r-echo", namespace=namespace)
@@ -159,7 +152,7 @@ def test_blacklisted_kind_is_not_watched(
     - group: ""
       version: v1
       kind: ConfigMap"""
-    operator = start_operator(WATCHES.format(extra=extra))
+    operator = start_operator(probe_watches(extra))
     kube.create(PROBE, probe("b", namespace, {"message": "one"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="b", kind="Successful", status="True")
     before = operator.runs()
@@ -181,7 +174,7 @@ def test_blacklisted_kind_is_not_watched(
 def test_inject_owner_ref_false_sets_no_owner(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    start_operator(WATCHES.format(extra=""), args=("--inject-owner-ref=false",))
+    start_operator(probe_watches(), args=("--inject-owner-ref=false",))
     kube.create(PROBE, probe("n", namespace, {"message": "m"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="n", kind="Successful", status="True")
     meta: dict[str, Any] = kube.get(CONFIGMAP, name="n-echo", namespace=namespace)["metadata"]

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import ssl
-import urllib.error
-import urllib.request
-
 import pytest
 
 import devcluster
@@ -13,40 +9,26 @@ from devcluster import accounts
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from tests.helpers import unique_name
-from tests.runner.support import StartOperator
+from tests.runner import harness
+from tests.runner.support import StartOperator, probe_watches
 
 pytestmark = pytest.mark.integration
 
-WATCHES = """\
-- version: v1
-  group: tests.playbook-operator.dev
-  kind: Probe
-  role: probe
-"""
 CLUSTER_ROLE = GVK("rbac.authorization.k8s.io", "v1", "ClusterRole")
 CLUSTER_ROLE_BINDING = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
 
 
 def scrape(url: str, token: str | None) -> int:
-    # The certificate is self-signed; what is under test is who gets an answer.
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    request = urllib.request.Request(url, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=10, context=context) as answer:
-            body = answer.read().decode()
-            assert "playbook_operator_build_info" in body, body[:300]
-            return int(answer.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
+    code, body = harness.scrape(url, token=token)
+    if code == 200:
+        assert "playbook_operator_build_info" in body, body[:300]
+    return code
 
 
 def test_only_rbac_allowed_scrapers_read_metrics(
     cluster: devcluster.Cluster, kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    operator = start_operator(WATCHES, args=("--metrics-secure", "--metrics-require-rbac"))
+    operator = start_operator(probe_watches(), args=("--metrics-secure", "--metrics-require-rbac"))
     address = operator.address("metrics")
     assert operator.logged("serving", endpoint="metrics", scheme="https"), operator.tail()
     url = f"https://{address}/metrics"

@@ -15,6 +15,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,26 @@ from tests.helpers import wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T = TypeVar("T")
+
+
+def scrape(url: str, *, token: str | None = None) -> tuple[int, str]:
+    """GET ``url`` (a runner's /metrics) with an optional bearer token: (status, body).
+
+    HTTPS certificates are not verified: the runner's is self-signed, and what the
+    tests check is who gets an answer.
+    """
+    context = None
+    if url.startswith("https:"):
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+            return int(answer.status), str(answer.read().decode())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), ""
 
 
 class OperatorProcess:
@@ -146,18 +167,10 @@ class OperatorProcess:
         """The /metrics text, over HTTPS with ``metrics_token`` when the runner serves so."""
         address = self.address("metrics")
         assert address, f"no metrics endpoint logged; log tail:\n{self.tail()}"
-        secure = self.logged("serving", endpoint="metrics", scheme="https")
-        headers = {"Authorization": f"Bearer {self.metrics_token}"} if self.metrics_token else {}
-        context = None
-        if secure:
-            context = ssl.create_default_context()
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE  # the runner's self-signed certificate
-        request = urllib.request.Request(
-            f"{'https' if secure else 'http'}://{address}/metrics", headers=headers
-        )
-        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
-            return str(answer.read().decode())
+        scheme = "https" if self.logged("serving", endpoint="metrics", scheme="https") else "http"
+        code, body = scrape(f"{scheme}://{address}/metrics", token=self.metrics_token)
+        assert code == 200, f"GET /metrics answered {code}: {body[:300]}"
+        return body
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of ``name`` whose labels include ``labels``."""

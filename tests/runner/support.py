@@ -65,6 +65,13 @@ def start_operator(
         proc.stop()
 
 
+def probe_watches(extra: str = "") -> str:
+    """watches.yaml for the Probe kind and the probe role; ``extra`` adds indented keys."""
+    return f"- version: v1\n  group: {PROBE.group}\n  kind: Probe\n  role: probe\n" + (
+        extra + "\n" if extra else ""
+    )
+
+
 def probe(
     name: str, namespace: str, spec: dict[str, Any], labels: dict[str, str] | None = None
 ) -> dict[str, Any]:

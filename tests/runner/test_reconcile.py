@@ -9,23 +9,18 @@ import pytest
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from tests.helpers import wait_for
-from tests.runner.support import PROBE, StartOperator, condition, probe, wait_condition
+from tests.runner.support import (
+    PROBE,
+    StartOperator,
+    condition,
+    probe,
+    probe_watches,
+    wait_condition,
+)
 
 pytestmark = pytest.mark.integration
 
 CONFIGMAP = GVK("", "v1", "ConfigMap")
-
-WATCHES = """\
-- version: v1
-  group: tests.playbook-operator.dev
-  kind: Probe
-  role: probe
-{extra}
-"""
-
-
-def watches(extra: str = "") -> str:
-    return WATCHES.format(extra=extra)
 
 
 def echo(kube: Client, namespace: str, name: str) -> str | None:
@@ -38,7 +33,7 @@ def echo(kube: Client, namespace: str, name: str) -> str | None:
 def test_create_then_spec_change_reconciles(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    operator = start_operator(watches())
+    operator = start_operator(probe_watches())
     kube.create(PROBE, probe("a", namespace, {"message": "first"}), namespace=namespace)
 
     done = wait_condition(kube, namespace=namespace, name="a", kind="Successful", status="True")
@@ -63,7 +58,7 @@ def test_create_then_spec_change_reconciles(
 def test_status_only_update_does_not_run(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    operator = start_operator(watches())
+    operator = start_operator(probe_watches())
     kube.create(PROBE, probe("s", namespace, {"message": "x"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="s", kind="Successful", status="True")
     before = operator.runs()
@@ -94,7 +89,7 @@ def test_status_only_update_does_not_run(
 def test_failing_role_reports_task_backs_off_and_recovers(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    operator = start_operator(watches())
+    operator = start_operator(probe_watches())
     kube.create(
         PROBE, probe("f", namespace, {"message": "boom", "shouldFail": True}), namespace=namespace
     )
@@ -132,7 +127,7 @@ def test_finalizer_runs_on_delete_then_is_removed(
     vars:
       finalizing: true"""
     # Owner injection off: the finalizer's record must outlive the CR.
-    start_operator(watches(extra), args=("--inject-owner-ref=false",))
+    start_operator(probe_watches(extra), args=("--inject-owner-ref=false",))
     kube.create(PROBE, probe("z", namespace, {"message": "bye"}), namespace=namespace)
     done = wait_condition(kube, namespace=namespace, name="z", kind="Successful", status="True")
     assert "tests.playbook-operator.dev/cleanup" in done["metadata"].get("finalizers", []), done[
@@ -159,7 +154,7 @@ def test_selector_limits_reconciled_objects(
     extra = """  selector:
     matchLabels:
       tier: gold"""
-    start_operator(watches(extra))
+    start_operator(probe_watches(extra))
     kube.create(PROBE, probe("plain", namespace, {"message": "p"}), namespace=namespace)
     kube.create(
         PROBE,
@@ -175,7 +170,7 @@ def test_selector_limits_reconciled_objects(
 def test_requeue_after_runs_again_without_changes(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    operator = start_operator(watches())
+    operator = start_operator(probe_watches())
     kube.create(
         PROBE, probe("r", namespace, {"message": "again", "requeue": "1s"}), namespace=namespace
     )
@@ -189,7 +184,7 @@ def test_requeue_after_runs_again_without_changes(
 def test_role_status_fields_survive_runner_writes(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    start_operator(watches())
+    start_operator(probe_watches())
     kube.create(
         PROBE, probe("k", namespace, {"message": "kept", "reportStatus": True}), namespace=namespace
     )
@@ -212,7 +207,7 @@ def test_role_status_fields_survive_runner_writes(
 def test_jinja_in_cr_data_is_evaluated_only_when_the_watch_allows_it(
     kube: Client, namespace: str, start_operator: StartOperator, extra: str, expected: str
 ) -> None:
-    start_operator(watches(extra))
+    start_operator(probe_watches(extra))
     kube.create(PROBE, probe("j", namespace, {"message": "{{ 7 * 6 }}"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="j", kind="Successful", status="True")
     seen = echo(kube, namespace, "j")
@@ -222,7 +217,7 @@ def test_jinja_in_cr_data_is_evaluated_only_when_the_watch_allows_it(
 def test_reconciles_after_apiserver_restart(
     cluster: Any, kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    operator = start_operator(watches())
+    operator = start_operator(probe_watches())
     kube.create(PROBE, probe("w", namespace, {"message": "before"}), namespace=namespace)
     wait_condition(kube, namespace=namespace, name="w", kind="Successful", status="True")
 
@@ -241,7 +236,7 @@ def test_reconciles_after_apiserver_restart(
 def test_reconcile_period_annotation_resyncs_the_object(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    operator = start_operator(watches())
+    operator = start_operator(probe_watches())
     obj = probe("p", namespace, {"message": "tick"})
     obj["metadata"]["annotations"] = {"ansible.sdk.operatorframework.io/reconcile-period": "1s"}
     kube.create(PROBE, obj, namespace=namespace)
@@ -254,7 +249,7 @@ def test_reconcile_period_annotation_resyncs_the_object(
 def test_bad_reconcile_period_annotation_is_a_failure(
     kube: Client, namespace: str, start_operator: StartOperator
 ) -> None:
-    start_operator(watches())
+    start_operator(probe_watches())
     obj = probe("q", namespace, {"message": "x"})
     obj["metadata"]["annotations"] = {"ansible.sdk.operatorframework.io/reconcile-period": "often"}
     kube.create(PROBE, obj, namespace=namespace)
