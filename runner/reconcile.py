@@ -32,6 +32,7 @@ from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey, make_key, split_key
 
 log = logging.getLogger("runner.reconcile")
+_MAX_REMEMBERED = 10_000  # CRs whose withheld data was reported, per watch
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ class Reconciler:
         self._on_run = on_run
         self._recorder = events
         self._run_env = run_env if run_env is not None else {}  # shared: filled at start-up
+        self._withheld_reported: dict[str, object] = {}  # uid → generation already reported
 
     # -- entry point ------------------------------------------------------
 
@@ -140,6 +142,11 @@ class Reconciler:
             rlog.debug("object gone; nothing to do")
             return Result()
         meta = obj.get("metadata") or {}
+        for part in (meta.get("namespace") or "", meta.get("name") or ""):
+            # Name and namespace become directories of the private data dir. The API
+            # server never admits these; refuse them here too rather than trust that.
+            if part in (".", "..") or "/" in part or "\0" in part:
+                raise errors.ReconcileError(f"refusing a name unfit for a path: {part!r}")
         finalizer = self.watch.finalizer
         present = finalizer is not None and finalizer.name in (meta.get("finalizers") or [])
         if meta.get("deletionTimestamp"):
@@ -253,13 +260,17 @@ class Reconciler:
             finalizer_vars = watch.finalizer.vars
             if watch.finalizer.role is not None or watch.finalizer.playbook is not None:
                 target_role, target_playbook = watch.finalizer.role, watch.finalizer.playbook
-        variables = extravars.build(
+        built = extravars.build(
             obj=obj,
             snake_case=watch.snake_case_parameters,
             mark_unsafe=watch.mark_unsafe,
             watch_vars=watch.vars,
             finalizer_vars=finalizer_vars,
+            allow_ansible_vars=watch.allow_ansible_vars_from_spec,
         )
+        if not built.clean:
+            self._report_withheld(obj, built, log=log)
+        variables = built.variables
         with self._environment.for_owner(obj) as env:
             spec = ansible_runner.RunSpec(
                 ident=uuid.uuid4().hex[:16],
@@ -287,6 +298,30 @@ class Reconciler:
         return result
 
     # -- helpers ----------------------------------------------------------
+
+    def _report_withheld(
+        self, obj: KubeObject, built: extravars.ExtraVars, *, log: logs.BoundLogger
+    ) -> None:
+        """Say once per CR generation which CR data was kept out of Ansible's variables."""
+        meta = obj["metadata"]
+        seen = (meta.get("uid", ""), meta.get("generation"))
+        if self._withheld_reported.get(seen[0]) == seen[1]:
+            return
+        self._withheld_reported[seen[0]] = seen[1]
+        while len(self._withheld_reported) > _MAX_REMEMBERED:
+            self._withheld_reported.pop(next(iter(self._withheld_reported)))
+        message = withheld_message(built, object_key=extravars.object_key(self.gvk))
+        log.warning(
+            "CR data withheld from Ansible variables",
+            extra={
+                "withheld_fields": list(built.withheld_fields),
+                "dropped_keys": list(built.dropped_keys),
+            },
+        )
+        if self._recorder is not None:
+            self._recorder.record(
+                obj, warning=True, reason=recorder.REASON_WITHHELD, message=message
+            )
 
     def _write_status(
         self,
@@ -351,6 +386,24 @@ def _done(result: ansible_runner.RunResult) -> Transition:
         message = failure_message(result)
         return lambda c: status.mark_failed(c, result=summary, message=message, now=_now())
     return lambda c: status.mark_successful(c, result=summary, now=_now())
+
+
+def withheld_message(built: extravars.ExtraVars, *, object_key: str) -> str:
+    """The Warning Event's text: which CR data Ansible did not get, and where it still is."""
+    parts = []
+    if built.withheld_fields:
+        names = ", ".join(built.withheld_fields)
+        parts.append(
+            f"spec fields not passed as Ansible variables: {names} "
+            f"(they name Ansible's own or the runner's variables; roles read them "
+            f"from {object_key}_spec)"
+        )
+    if built.dropped_keys:
+        parts.append(
+            "keys Ansible would decode as typed values were removed: "
+            + ", ".join(built.dropped_keys)
+        )
+    return "; ".join(parts)
 
 
 def failure_message(result: ansible_runner.RunResult) -> str:

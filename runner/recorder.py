@@ -22,6 +22,7 @@ EVENT = GVK("", "v1", "Event")
 COMPONENT = "playbook-operator"
 REASON_FAILED = "ReconcileFailed"
 REASON_RECOVERED = "ReconcileSucceeded"
+REASON_WITHHELD = "SpecFieldsWithheld"
 _MAX_MESSAGE = 1024  # the API server rejects event messages above 1 KiB
 
 

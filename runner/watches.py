@@ -79,6 +79,9 @@ class Watch:
     snake_case_parameters: bool
     mark_unsafe: bool
     watch_annotations_changes: bool
+    # Pass spec keys named like Ansible's own variables (ansible_*) as extra vars.
+    # Off: a CR author could otherwise pick the interpreter every module runs with.
+    allow_ansible_vars_from_spec: bool = False
 
 
 _KEYS = (
@@ -86,6 +89,7 @@ _KEYS = (
     *("watchDependentResources", "watchClusterScopedResources", "maxRunnerArtifacts"),
     *("finalizer", "blacklist", "selector", "snakeCaseParameters", "markUnsafe"),
     "watchAnnotationsChanges",
+    "allowAnsibleVarsFromSpec",
 )
 #: Keys operator-sdk's Watch has but never reads from the file (``yaml:"-"``).
 _FLAG_ONLY = {
@@ -273,6 +277,9 @@ def _watch(raw: object, *, where: _Where, search: _Search) -> Watch:
         # templates, unless the watch opts in with markUnsafe: false.
         mark_unsafe=_flag(raw, "markUnsafe", default=True, where=where),
         watch_annotations_changes=_flag(raw, "watchAnnotationsChanges", default=False, where=where),
+        allow_ansible_vars_from_spec=_flag(
+            raw, "allowAnsibleVarsFromSpec", default=False, where=where
+        ),
     )
 
 

@@ -14,11 +14,27 @@ existing roles run unchanged; later entries override earlier ones:
 ``markUnsafe`` wraps every string of 1, 3 and 4 as ``{"__ansible_unsafe": …}``
 in the JSON file, so Jinja written into a CR is data, never a template. Without
 it ansible-core (2.19 included) renders ``{{ … }}`` found in CR strings.
+
+Whoever may create a CR must not steer Ansible, so two kinds of CR data are
+withheld (:class:`ExtraVars` lists them for the caller to report):
+
+- spec keys that would become Ansible's own variables — any name starting with
+  ``ansible_`` once converted (``ansiblePythonInterpreter`` would choose the
+  interpreter every module runs with) and the names the runner sets itself —
+  are not passed as top-level vars; ``_<group>_<kind>_spec`` still has them as
+  data. A watch opts in to passing ``ansible_*`` keys with
+  ``allowAnsibleVarsFromSpec`` (the runner's own names are never taken from a spec);
+- mapping keys starting with ``__ansible_`` anywhere in the CR are dropped from
+  every copy, always: ansible-core's JSON loader reads ``__ansible_vault``,
+  ``__ansible_type`` and ``__ansible_unsafe`` as typed values (a vault
+  ciphertext the operator would decrypt), and a malformed one makes it re-read
+  the whole file as YAML, where no ``markUnsafe`` wrapper counts any more.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from runner.ansible import snake
@@ -26,6 +42,29 @@ from runner.kube.types import GVK, KubeObject
 
 #: The key ansible-core's JSON loader turns into an unsafe (never templated) string.
 UNSAFE_KEY = "__ansible_unsafe"
+#: Keys with this prefix are type tags to ansible-core's JSON loader, never data.
+TAG_PREFIX = "__ansible"
+#: Variables with this prefix are Ansible's own (connection, interpreter, become, …).
+ANSIBLE_PREFIX = "ansible_"
+META_KEY = "ansible_operator_meta"
+
+
+@dataclass(frozen=True)
+class ExtraVars:
+    """The extra vars of one run, and the CR data kept out of them.
+
+    ``withheld_fields``: spec keys as the CR wrote them (``ansiblePythonInterpreter``)
+    that were not passed as top-level vars. ``dropped_keys``: paths of mapping keys
+    removed everywhere because Ansible would decode them (``spec.a.__ansible_vault``).
+    """
+
+    variables: dict[str, Any]
+    withheld_fields: tuple[str, ...] = ()
+    dropped_keys: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        return not (self.withheld_fields or self.dropped_keys)
 
 
 def object_key(gvk: GVK) -> str:
@@ -52,21 +91,33 @@ def build(
     mark_unsafe: bool,
     watch_vars: Mapping[str, Any],
     finalizer_vars: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+    allow_ansible_vars: bool = False,
+) -> ExtraVars:
     """The extra vars for one run over ``obj``, in operator-sdk's order (see module doc)."""
+    dropped: list[str] = []
+    obj = _untagged(obj, path="", dropped=dropped)
     raw_spec = obj.get("spec")
     spec: dict[str, Any] = dict(raw_spec) if isinstance(raw_spec, Mapping) else {}
     wrap = _mark if mark_unsafe else _same
+    key = object_key(GVK.of(obj))
+    runner_names = {META_KEY, key, f"{key}_spec"}
 
-    params: dict[str, Any] = {
-        k: wrap(v) for k, v in (snake.keys_to_snake(spec) if snake_case else spec).items()
-    }
+    params: dict[str, Any] = {}
+    withheld: list[str] = []
+    for original, value in spec.items():
+        name = snake.to_snake(original) if snake_case else original
+        reserved = name in runner_names or (
+            name.lower().startswith(ANSIBLE_PREFIX) and not allow_ansible_vars
+        )
+        if reserved:
+            withheld.append(original)
+        else:
+            params[name] = wrap(snake.keys_to_snake(value) if snake_case else value)
     meta = obj.get("metadata") or {}
-    params["ansible_operator_meta"] = {
+    params[META_KEY] = {
         "name": meta.get("name", ""),
         "namespace": meta.get("namespace", ""),
     }
-    key = object_key(GVK.of(obj))
     # operator-sdk gives a CR without a spec (a Secret, say) an empty one first.
     full = obj if isinstance(raw_spec, Mapping) else {**obj, "spec": spec}
     params[key] = wrap(full)
@@ -74,7 +125,25 @@ def build(
     params.update(watch_vars)
     if finalizer_vars is not None:
         params.update(finalizer_vars)
-    return params
+    return ExtraVars(variables=params, withheld_fields=tuple(withheld), dropped_keys=tuple(dropped))
+
+
+def _untagged(value: Any, *, path: str, dropped: list[str]) -> Any:
+    """``value`` without mapping keys that ansible-core's JSON loader would decode."""
+    if isinstance(value, Mapping):
+        kept: dict[str, Any] = {}
+        for k, v in value.items():
+            where = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and k.startswith(TAG_PREFIX):
+                dropped.append(where)
+            else:
+                kept[k] = _untagged(v, path=where, dropped=dropped)
+        return kept
+    if isinstance(value, list):
+        return [
+            _untagged(item, path=f"{path}[{i}]", dropped=dropped) for i, item in enumerate(value)
+        ]
+    return value
 
 
 # `build`'s keyword `mark_unsafe` shadows the function inside it; these name both choices.

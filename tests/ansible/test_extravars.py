@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ def build(obj: KubeObject, **kwargs: Any) -> dict[str, Any]:
         "finalizer_vars": None,
     }
     options.update(kwargs)
-    return extravars.build(obj=obj, **options)
+    return extravars.build(obj=obj, **options).variables
 
 
 @pytest.mark.parametrize(
@@ -127,3 +128,109 @@ def test_mark_unsafe_wraps_every_string_of_cr_data() -> None:
 def test_mark_unsafe_off_leaves_strings_plain() -> None:
     got = build(widget({"sizeText": "{{ 6 * 7 }}"}))
     assert got["size_text"] == "{{ 6 * 7 }}"
+
+
+# -- CR data that must not steer Ansible -------------------------------------------
+
+HOSTILE_SPEC = {
+    "size": 1,
+    "ansiblePythonInterpreter": "/tmp/evil",
+    "ansibleShellExecutable": "/tmp/evil-sh",
+    "ansible_connection": "ssh",
+    "ANSIBLE_BECOME": True,
+    "ansibleOperatorMeta": {"name": "other"},
+}
+
+
+def built(spec: Any, **kwargs: Any) -> extravars.ExtraVars:
+    options: dict[str, Any] = {
+        "snake_case": True,
+        "mark_unsafe": True,
+        "watch_vars": {},
+        "finalizer_vars": None,
+    }
+    options.update(kwargs)
+    return extravars.build(obj=widget(spec), **options)
+
+
+@pytest.mark.parametrize(
+    "snake_case", [pytest.param(True, id="snake-case"), pytest.param(False, id="keys-as-written")]
+)
+def test_spec_keys_naming_ansible_variables_are_withheld(snake_case: bool) -> None:
+    got = built(HOSTILE_SPEC, snake_case=snake_case)
+    leaked = sorted(k for k in got.variables if k.lower().startswith("ansible_"))
+    assert leaked == ["ansible_operator_meta"], f"Ansible variables from the spec: {leaked}"
+    assert got.variables["ansible_operator_meta"] == {"name": "w", "namespace": "ns"}
+    # snake_case turns ANSIBLE_BECOME into _ansible_become, which is no Ansible variable.
+    expected = (
+        ["ansiblePythonInterpreter", "ansibleShellExecutable", "ansible_connection"]
+        + ["ansibleOperatorMeta"]
+        if snake_case
+        else ["ansible_connection", "ANSIBLE_BECOME"]
+    )
+    assert list(got.withheld_fields) == expected
+    # The raw spec keeps everything, as data.
+    raw = got.variables["_cache_example_inc_com_memcached_spec"]
+    assert raw["ansiblePythonInterpreter"] == {extravars.UNSAFE_KEY: "/tmp/evil"}
+    assert got.variables["size"] == 1
+
+
+def test_spec_keys_naming_the_runners_variables_are_withheld() -> None:
+    spec = {"_cache_example_inc_com_memcached": "x", "_cache_example_inc_com_memcached_spec": "y"}
+    got = built(spec, snake_case=False, allow_ansible_vars=True)
+    assert got.withheld_fields == tuple(spec)
+    assert got.variables["_cache_example_inc_com_memcached"]["kind"] == {
+        extravars.UNSAFE_KEY: "MemCached"
+    }
+
+
+def test_watch_can_allow_ansible_variables_from_the_spec() -> None:
+    got = built(HOSTILE_SPEC, allow_ansible_vars=True)
+    assert got.variables["ansible_python_interpreter"] == {extravars.UNSAFE_KEY: "/tmp/evil"}
+    assert got.variables["ansible_connection"] == {extravars.UNSAFE_KEY: "ssh"}
+    # The runner's own names are never taken from a spec.
+    assert got.withheld_fields == ("ansibleOperatorMeta",)
+    assert got.variables["ansible_operator_meta"] == {"name": "w", "namespace": "ns"}
+
+
+@pytest.mark.parametrize(
+    "mark_unsafe", [pytest.param(True, id="mark-unsafe"), pytest.param(False, id="trusted")]
+)
+def test_keys_ansible_would_decode_are_dropped_everywhere(mark_unsafe: bool) -> None:
+    spec = {
+        "secret": {"__ansible_vault": "$ANSIBLE_VAULT;1.1;AES256\n6162"},
+        "items": [{"__ansible_unsafe": 5, "keep": "k"}],
+        "typed": {"__ansible_type": "x"},
+    }
+    obj = widget(spec)
+    obj["metadata"]["annotations"] = {"__ansible_vault": "not allowed by the API, still dropped"}
+    got = extravars.build(
+        obj=obj, snake_case=True, mark_unsafe=mark_unsafe, watch_vars={}, finalizer_vars=None
+    )
+    assert got.dropped_keys == (
+        "metadata.annotations.__ansible_vault",
+        "spec.secret.__ansible_vault",
+        "spec.items[0].__ansible_unsafe",
+        "spec.typed.__ansible_type",
+    )
+    text = json.dumps(got.variables)
+    for tag in ("__ansible_vault", "__ansible_type"):
+        assert tag not in text, f"{tag} reached the extra vars: {text}"
+    if not mark_unsafe:
+        assert "__ansible_unsafe" not in text, text
+    assert got.variables["secret"] == {}
+    assert got.variables["items"][0] == {
+        "keep": {extravars.UNSAFE_KEY: "k"} if mark_unsafe else "k"
+    }
+    assert "__ansible_vault" in obj["spec"]["secret"], "the CR passed in must not be changed"
+
+
+def test_spec_keys_cannot_override_watch_or_finalizer_vars() -> None:
+    got = built(
+        {"finalizing": True, "state": "absent"},
+        watch_vars={"state": "present"},
+        finalizer_vars={"finalizing": False},
+    )
+    assert got.variables["state"] == "present"
+    assert got.variables["finalizing"] is False
+    assert got.clean, "plain spec keys are not reported"

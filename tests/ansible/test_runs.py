@@ -176,7 +176,7 @@ def run_templated(run_playbook: RunPlaybook, handler: Captured, *, mark_unsafe: 
         mark_unsafe=mark_unsafe,
         watch_vars={},
         finalizer_vars=None,
-    )
+    ).variables
     result = run_playbook("templated", extravars=variables)
     assert not result.failed, result.failed_tasks
     return debug_outputs(handler)
@@ -187,6 +187,25 @@ def test_mark_unsafe_keeps_jinja_in_cr_strings_literal(
 ) -> None:
     outputs = run_templated(run_playbook, captured[1], mark_unsafe=True)
     assert outputs == {
+        "Spec parameter": "{{ 6 * 7 }}",
+        "Full object": "{{ 6 * 7 }}",
+        "Raw spec": "{{ 'x' * 3 }}",
+    }
+
+
+def test_a_decodable_key_in_cr_data_does_not_undo_mark_unsafe(
+    run_playbook: RunPlaybook, captured: tuple[logging.Logger, Captured]
+) -> None:
+    """A malformed ``__ansible_unsafe`` makes ansible-core re-read the whole extra vars
+    file as YAML, where no wrapper counts: the key must never reach the file."""
+    poisoned = {**TEMPLATED_CR, "spec": {**TEMPLATED_CR["spec"], "p": {"__ansible_unsafe": 5}}}
+    built = extravars.build(
+        obj=poisoned, snake_case=True, mark_unsafe=True, watch_vars={}, finalizer_vars=None
+    )
+    assert built.dropped_keys == ("spec.p.__ansible_unsafe",)
+    result = run_playbook("templated", extravars=built.variables)
+    assert not result.failed, result.failed_tasks
+    assert debug_outputs(captured[1]) == {
         "Spec parameter": "{{ 6 * 7 }}",
         "Full object": "{{ 6 * 7 }}",
         "Raw spec": "{{ 'x' * 3 }}",
