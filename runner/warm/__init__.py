@@ -1,0 +1,20 @@
+"""Warm execution: ``ansible-playbook`` and Ansible modules forked from processes
+that imported their libraries once, instead of started cold for every run and task.
+
+Where it sits: the Ansible stage (watch → queue → reconcile → **ansible** →
+status) asks :class:`Launchers` for the command that starts ``ansible-playbook``
+and for the interpreter that starts modules; everything else about a run is
+unchanged. Modules:
+
+- :mod:`runner.warm.pool` — the runtime's side: starts, restarts and stops launchers;
+- :mod:`runner.warm.zygote` — a launcher process: imports once, forks a child per start;
+- :mod:`runner.warm.wire` — the protocol, and the tiny client placed in front of
+  ``ansible-playbook`` and used as the module interpreter.
+
+Import contract: this package imports nothing else of the runtime (checked by
+import-linter); :mod:`~runner.warm.wire` imports only the standard library.
+"""
+
+from runner.warm.pool import COLD, LOST, WARM, Launchers
+
+__all__ = ["COLD", "LOST", "WARM", "Launchers"]

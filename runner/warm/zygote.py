@@ -1,0 +1,458 @@
+"""A warm launcher: a Python process that imported a program's libraries once and
+forks one child per start request, which then becomes that program.
+
+Part of :mod:`runner.warm`. Two kinds, one per ``--kind``:
+
+* ``program`` — ``ansible-playbook``. ansible-core's controller side is imported
+  once; each child resets what ansible-core computed at import from the
+  environment (its constants, a fresh local temp dir) and runs the
+  ``ansible-playbook`` script as ``__main__``.
+* ``module`` — the interpreter of Ansible modules. The ``kubernetes`` client,
+  urllib3, PyYAML and ansible's ``module_utils`` are imported once; each child
+  runs one AnsiballZ payload as ``__main__``. Collection code is never
+  pre-imported: the payload brings its own.
+
+A child is the program that would have been exec'd: the client's argv,
+environment, working directory, umask and stdin/stdout/stderr, no other file
+descriptor, default signal handlers, its own session, and it dies with the
+launcher (``PR_SET_PDEATHSIG``). When its client goes away (a timeout killed
+it), the child's whole process tree is killed (:mod:`runner.warm.tree`).
+What a child does never reaches the launcher or a later child: every run is a
+fresh fork of the same, untouched state.
+
+A launcher serves only requests whose import-time inputs match its own — the
+environment apart from :data:`PER_RUN` variables, and the ansible.cfg that the
+request's working directory would select; anything else is answered ``cold``
+and the client execs the program itself. It exits, killing every process tree
+it started, when the runtime that started it goes away (its lifeline pipe
+reaches EOF).
+
+Run as ``python -c`` by :mod:`runner.warm.pool`, which also imports it for
+:func:`comparable`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import runpy
+import selectors
+import signal
+import socket
+import stat
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.warm import payload, tree, wire
+
+#: Environment variables that differ from run to run and that nothing pre-imported
+#: reads at import time, or that a child re-reads (ansible-core's constants, the
+#: kubernetes client's default kubeconfig). Any other difference means a cold start.
+PER_RUN = frozenset(
+    {
+        "KUBECONFIG",
+        "K8S_AUTH_KUBECONFIG",
+        "AWX_ISOLATED_DATA_DIR",
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION",
+        "RUNNER_OMIT_EVENTS",
+        "RUNNER_ONLY_FAILED_EVENTS",
+        "JOB_ID",
+        "_",
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+    }
+)
+#: Variables a module launcher compares: Python's own start-up settings and locale.
+_MODULE_PREFIXES = ("PYTHON", "LC_")
+_MODULE_NAMES = frozenset({"LANG", "LANGUAGE", "TZ", "HOME", "TMPDIR", "PATH"})
+
+PRELOAD: dict[str, tuple[str, ...]] = {
+    "program": (
+        "ansible.cli.playbook",
+        "ansible.executor.playbook_executor",
+        "ansible.executor.task_queue_manager",
+        "ansible.executor.process.worker",
+        "ansible.executor.task_executor",
+        "ansible.executor.module_common",
+        "ansible.inventory.manager",
+        "ansible.vars.manager",
+        "ansible.template",
+        "ansible.playbook",
+        "ansible.playbook.role",
+        "ansible.plugins.loader",
+        "ansible.plugins.action",
+        "ansible.plugins.action.normal",
+        "ansible.plugins.action.command",
+        "ansible.plugins.action.debug",
+        "ansible.plugins.action.set_fact",
+        "ansible.plugins.callback",
+        "ansible.plugins.callback.default",
+        "ansible.plugins.connection.local",
+        "ansible.plugins.shell.sh",
+        "ansible.plugins.strategy.linear",
+        "ansible.plugins.inventory.ini",
+        "ansible.plugins.inventory.yaml",
+        "ansible.plugins.inventory.host_list",
+        "ansible.plugins.filter.core",
+        "ansible.plugins.filter.mathstuff",
+        "ansible.plugins.filter.urlsplit",
+        "ansible.plugins.test.core",
+        "ansible.plugins.test.files",
+        "ansible.plugins.test.mathstuff",
+        "ansible.plugins.test.uri",
+        "ansible.plugins.lookup",
+        "ansible.plugins.vars.host_group_vars",
+        "ansible.plugins.cache.jsonfile",
+        "ansible.plugins.cache.memory",
+        "ansible.parsing.vault",
+        "ansible.module_utils.basic",
+        "jinja2",
+        "yaml",
+        "multiprocessing.queues",
+        "multiprocessing.synchronize",
+    ),
+    "module": (
+        "ansible.module_utils.basic",
+        "ansible.module_utils.common.dict_transformations",
+        "ansible.module_utils.common.text.converters",
+        "ansible.module_utils.six",
+        "ansible.module_utils.urls",
+        "ansible.module_utils._internal._ansiballz._loader",
+        "kubernetes",
+        "kubernetes.client",
+        "kubernetes.config",
+        "kubernetes.dynamic",
+        "kubernetes.dynamic.exceptions",
+        "kubernetes.stream",
+        "urllib3",
+        "yaml",
+        "requests",
+        "zipfile",
+        "tempfile",
+        "shutil",
+        "base64",
+    ),
+}
+
+
+@dataclass
+class _Job:
+    pid: int
+    conn: socket.socket
+
+
+@dataclass
+class _Launcher:
+    kind: str
+    socket_path: str
+    lifeline: int
+    baseline: dict[str, str]
+    config_file: tuple[str, float, int] | None
+    base_path: list[str]
+    sources: dict[str, int] = field(default_factory=dict)  # module kind: see payload.py
+    jobs: dict[int, _Job] = field(default_factory=dict)  # by child pid
+    by_conn: dict[int, _Job] = field(default_factory=dict)  # by client fd
+
+
+# -- preparing -------------------------------------------------------------------
+
+
+def preload(kind: str, extra: Iterable[str] = ()) -> list[str]:
+    """Import what children of ``kind`` need; the names that failed (best effort)."""
+    failed: list[str] = []
+    for name in (*PRELOAD[kind], *extra):
+        try:
+            importlib.import_module(name)
+        except Exception:  # a missing optional library only costs warmth
+            failed.append(name)
+    return failed
+
+
+def comparable(environ: Mapping[str, str], *, kind: str) -> dict[str, str]:
+    """The part of an environment that must equal the launcher's for a warm start."""
+    if kind == "module":
+        return {
+            k: v for k, v in environ.items() if k in _MODULE_NAMES or k.startswith(_MODULE_PREFIXES)
+        }
+    return {k: v for k, v in environ.items() if k not in PER_RUN}
+
+
+def ansible_config(environ: Mapping[str, str], cwd: str) -> tuple[str, float, int] | None:
+    """The ansible.cfg ansible-core would read for ``environ`` and ``cwd`` (its own search
+    order: $ANSIBLE_CONFIG, the working directory unless world-writable, ~, /etc), with
+    its modification time and size; None when there is none."""
+    candidates: list[str] = []
+    from_env = environ.get("ANSIBLE_CONFIG")
+    if from_env is not None:
+        path = os.path.abspath(os.path.expanduser(from_env))
+        candidates.append(os.path.join(path, "ansible.cfg") if os.path.isdir(path) else path)
+    with contextlib.suppress(OSError):
+        if not os.stat(cwd).st_mode & stat.S_IWOTH:
+            candidates.append(os.path.join(cwd, "ansible.cfg"))
+    home = environ.get("HOME") or os.path.expanduser("~")
+    candidates += [os.path.join(home, ".ansible.cfg"), "/etc/ansible/ansible.cfg"]
+    for path in candidates:
+        with contextlib.suppress(OSError):
+            info = os.stat(path)
+            if os.access(path, os.R_OK):
+                return path, info.st_mtime, info.st_size
+    return None
+
+
+def refusal(launcher: _Launcher, request: Mapping[str, Any]) -> str | None:
+    """Why ``request`` cannot start warm here, or None."""
+    if request.get("kind") != launcher.kind:
+        return f"launcher serves {launcher.kind!r} requests"
+    env = request.get("env")
+    argv = request.get("argv")
+    if not isinstance(env, dict) or not isinstance(argv, list) or not argv:
+        return "malformed request"
+    wanted = comparable(env, kind=launcher.kind)
+    if wanted != launcher.baseline:
+        names = sorted(
+            k
+            for k in wanted.keys() | launcher.baseline.keys()
+            if wanted.get(k) != launcher.baseline.get(k)
+        )
+        return "environment differs from the launcher's: " + ", ".join(names[:8])
+    if launcher.kind == "program":
+        if ansible_config(env, str(request.get("cwd", "/"))) != launcher.config_file:
+            return "another ansible.cfg applies"
+        if not os.path.isfile(argv[0]):
+            return f"{argv[0]} is not a file"
+    return None
+
+
+# -- serving ---------------------------------------------------------------------
+
+
+def serve(launcher: _Launcher) -> dict[str, Any] | None:
+    """Serve until the lifeline breaks (returns None, in the launcher) or until this
+    process is a freshly forked child (returns the request it must carry out)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    staging = f"{launcher.socket_path}.{os.getpid()}"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(staging)
+    listener.bind(staging)
+    os.chmod(staging, 0o600)
+    listener.listen(64)
+    os.replace(staging, launcher.socket_path)  # ready only once everything is imported
+
+    wakeup_r, wakeup_w = os.pipe()
+    os.set_blocking(wakeup_w, False)
+    signal.set_wakeup_fd(wakeup_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "accept")
+    selector.register(launcher.lifeline, selectors.EVENT_READ, "lifeline")
+    selector.register(wakeup_r, selectors.EVENT_READ, "wakeup")
+    parent = os.getpid()
+    try:
+        while True:
+            for key, _ in selector.select():
+                tag = key.data
+                if tag == "lifeline":
+                    return None
+                if tag == "wakeup":
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wakeup_r, 4096)
+                    _reap(launcher, selector)
+                elif tag == "accept":
+                    conn, _ = listener.accept()
+                    child = _start(launcher, conn, selector)
+                    if child is not None:
+                        return child
+                else:
+                    _from_client(launcher, key.fileobj, selector)  # type: ignore[arg-type]
+    finally:
+        if os.getpid() == parent:
+            tree.kill_children()  # every run, and every orphan a run left behind
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(launcher.socket_path)
+
+
+def _start(
+    launcher: _Launcher, conn: socket.socket, selector: selectors.BaseSelector
+) -> dict[str, Any] | None:
+    conn.settimeout(10)  # a client sends its request right after connecting
+    try:
+        request, fds = wire.receive(conn)
+    except (OSError, ValueError, wire.ProtocolError):
+        conn.close()
+        return None
+    try:
+        reason = "no request" if request is None else refusal(launcher, request)
+        if reason is None and len(fds) != 3:
+            reason = f"expected stdin, stdout and stderr, got {len(fds)} descriptors"
+        if reason is not None:
+            with contextlib.suppress(OSError):
+                wire.send(conn, {"cold": reason})
+            conn.close()
+            return None
+        assert request is not None
+        pid = os.fork()
+        if pid == 0:
+            _become_child(launcher, request, fds)
+            return request
+        with contextlib.suppress(OSError):
+            wire.send(conn, {"pid": pid})
+    finally:
+        if os.getpid() == _launcher_pid(launcher):
+            for fd in fds:
+                os.close(fd)
+    job = _Job(pid=pid, conn=conn)
+    launcher.jobs[pid] = job
+    launcher.by_conn[conn.fileno()] = job
+    conn.setblocking(True)
+    selector.register(conn, selectors.EVENT_READ, "client")
+    return None
+
+
+def _launcher_pid(launcher: _Launcher) -> int:
+    return launcher.__dict__.setdefault("pid", os.getpid())  # type: ignore[no-any-return]
+
+
+def _from_client(
+    launcher: _Launcher, conn: socket.socket, selector: selectors.BaseSelector
+) -> None:
+    """A relayed signal, or the client went away: then the child's session is killed."""
+    job = launcher.by_conn.get(conn.fileno())
+    try:
+        message, fds = wire.receive(conn)
+        for fd in fds:
+            os.close(fd)
+    except (OSError, ValueError, wire.ProtocolError):
+        message = None
+    if job is None:
+        return
+    if message is not None and "signal" in message:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(job.pid, int(message["signal"]))
+        return
+    tree.kill_tree(job.pid)
+    selector.unregister(conn)
+    launcher.by_conn.pop(conn.fileno(), None)
+    conn.close()
+
+
+def _reap(launcher: _Launcher, selector: selectors.BaseSelector) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        job = launcher.jobs.pop(pid, None)
+        if job is None:
+            continue
+        if os.WIFSIGNALED(status):
+            answer = {"signal": os.WTERMSIG(status)}
+        else:
+            answer = {"exit": os.waitstatus_to_exitcode(status)}
+        if job.conn.fileno() in launcher.by_conn:
+            launcher.by_conn.pop(job.conn.fileno())
+            with contextlib.suppress(OSError):
+                wire.send(job.conn, answer)
+            selector.unregister(job.conn)
+            job.conn.close()
+
+
+# -- becoming the program --------------------------------------------------------
+
+
+def _become_child(launcher: _Launcher, request: Mapping[str, Any], fds: list[int]) -> None:
+    """In the forked child: take the client's process context and nothing else."""
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.setsid()
+    tree.die_with_parent()
+    if os.getppid() != _launcher_pid(launcher):
+        os._exit(1)  # the launcher died while forking
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target, inheritable=True)
+    keep = {0, 1, 2}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.umask(int(request.get("umask", 0o022)))
+    try:
+        os.chdir(request.get("cwd") or "/")
+    except OSError as exc:
+        _die(f"cannot enter {request.get('cwd')!r}: {exc}")
+    time.tzset()  # a TZ of the request's, if any
+
+
+def run_child(launcher: _Launcher, request: Mapping[str, Any]) -> None:
+    """Carry out ``request`` as ``__main__``; SystemExit ends the process as usual."""
+    argv = [str(a) for a in request["argv"]]
+    if launcher.kind == "program":
+        _refresh_ansible()
+        script = argv[0]
+        sys.argv = argv
+        sys.path[:] = [os.path.dirname(os.path.realpath(script)), *launcher.base_path]
+        runpy.run_path(script, run_name="__main__")
+        return
+    python = str(argv[0])
+    payload.run(
+        python=python, args=argv[1:], base_path=launcher.base_path, sources=launcher.sources
+    )
+
+
+def _refresh_ansible() -> None:
+    """Recompute what ansible-core derived from the environment at import: its constants
+    (a fresh DEFAULT_LOCAL_TMP for this process, per-run settings such as the fact cache)."""
+    constants = importlib.import_module("ansible.constants")
+    for setting in constants.config.get_configuration_definitions():
+        value = constants.config.get_config_value(setting, variables=vars(constants))
+        setattr(constants, setting, value)
+
+
+def _die(message: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(2, f"warm launcher: {message}\n".encode())
+    os._exit(127)
+
+
+def main(argv: list[str], *, base_path: list[str]) -> None:
+    """``--kind K --socket S --lifeline FD [--preload NAME]...``; ``base_path``: sys.path
+    as ``python script`` would have it, minus the script's own directory."""
+    options: dict[str, list[str]] = {"--kind": [], "--socket": [], "--lifeline": []}
+    options["--preload"] = []
+    rest = list(argv)
+    while rest:
+        name = rest.pop(0)
+        if name not in options or not rest:
+            sys.exit(f"warm launcher: unexpected argument {name!r}")
+        options[name].append(rest.pop(0))
+    kind = options["--kind"][0]
+    preload(kind, options["--preload"])  # what is missing is only imported by each child
+    cwd = os.getcwd()
+    launcher = _Launcher(
+        kind=kind,
+        socket_path=options["--socket"][0],
+        lifeline=int(options["--lifeline"][0]),
+        baseline=comparable(os.environ, kind=kind),
+        config_file=ansible_config(os.environ, cwd) if kind == "program" else None,
+        base_path=base_path,
+        sources=payload.ansible_sources() if kind == "module" else {},
+    )
+    _launcher_pid(launcher)
+    tree.become_subreaper()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    request = serve(launcher)
+    if request is None:
+        return
+    run_child(launcher, request)
