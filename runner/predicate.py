@@ -8,7 +8,13 @@ them. Status-only and label-only updates never trigger, so the runner's own
 status writes cannot loop.
 
 Dependent (owned) resources trigger on update and delete but not on create,
-and never on status-only updates (operator-lib's ``DependentPredicate``).
+and never on status-only updates (operator-lib's ``DependentPredicate``). Unlike
+operator-lib, metadata that Kubernetes' own controllers write on a child —
+annotations under ``kubernetes.io``/``k8s.io`` domains such as the Deployment
+controller's ``deployment.kubernetes.io/revision``, and ``managedFields`` — does
+not trigger either: it is not drift, and reacting to it cost every new
+Deployment-owning CR a second run. A change to a child's spec, data, labels or
+other annotations still does (drift repair).
 """
 
 from __future__ import annotations
@@ -87,12 +93,25 @@ def primary(
     return accept
 
 
+def controller_annotation(key: str) -> bool:
+    """Whether an annotation key belongs to Kubernetes itself (``*.kubernetes.io/…``)."""
+    prefix, slash, _ = key.partition("/")
+    if not slash:
+        return False
+    return any(prefix == domain or prefix.endswith("." + domain) for domain in _K8S_DOMAINS)
+
+
+_K8S_DOMAINS = ("kubernetes.io", "k8s.io")
+
+
 def _without_status(obj: KubeObject | None) -> KubeObject:
     obj = dict(obj or {})
     obj.pop("status", None)
     meta = dict(obj.get("metadata") or {})
     for volatile in ("resourceVersion", "managedFields"):
         meta.pop(volatile, None)
+    annotations = meta.get("annotations") or {}
+    meta["annotations"] = {k: v for k, v in annotations.items() if not controller_annotation(k)}
     obj["metadata"] = meta
     return obj
 

@@ -98,6 +98,32 @@ def test_primary(accept: predicate.Predicate, event: Event, expected: bool) -> N
             id="scaled",
         ),
         pytest.param(modified(obj(), obj(labels={"x": "y"})), True, id="labels-changed"),
+        pytest.param(
+            modified(obj(), obj(meta={"annotations": {"deployment.kubernetes.io/revision": "1"}})),
+            False,
+            id="revision-annotation",
+        ),
+        pytest.param(
+            modified(
+                obj(meta={"annotations": {"team": "a"}}),
+                obj(meta={"annotations": {"team": "a", "kubernetes.io/change-cause": "x"}}),
+            ),
+            False,
+            id="kubernetes-io-annotation",
+        ),
+        pytest.param(
+            modified(
+                obj(meta={"annotations": {"team": "a", "deployment.kubernetes.io/revision": "1"}}),
+                obj(meta={"annotations": {"deployment.kubernetes.io/revision": "1"}}),
+            ),
+            True,
+            id="own-annotation-removed",
+        ),
+        pytest.param(
+            modified(obj(), obj(meta={"annotations": {"notkubernetes.io/x": "1"}})),
+            True,
+            id="lookalike-domain",
+        ),
     ],
 )
 def test_dependent(event: Event, expected: bool) -> None:
