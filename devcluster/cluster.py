@@ -202,8 +202,14 @@ class Cluster:
             binaries.SCHEDULER: components.scheduler(
                 binary=bins[binaries.SCHEDULER], where=where, ports=chosen
             ),
-            binaries.KWOK: components.kwok(binary=bins[binaries.KWOK], where=where, stages=stages),
+            binaries.KWOK: components.kwok(
+                binary=bins[binaries.KWOK], where=where, stages=stages, ports=chosen
+            ),
         }
+        where.kwok_dir.mkdir(parents=True, exist_ok=True)
+        (where.kwok_dir / "exec").mkdir(exist_ok=True)
+        (where.kwok_dir / "debugging.yaml").write_text(components.kwok_debugging(where))
+        (where.kwok_dir / "container.log").write_text(components.simulated_log())
         state = layout.State(ports=chosen, admin_token=token, commands=commands)
         where.write_state(state)
         return state
@@ -251,7 +257,8 @@ class Cluster:
 
     def _create_node(self) -> None:
         try:
-            self.admin_api().call("POST", "/api/v1/nodes", body=components.fake_node())
+            node = components.fake_node(kubelet_port=self._state().ports.kubelet)
+            self.admin_api().call("POST", "/api/v1/nodes", body=node)
         except errors.ApiError as exc:
             if exc.status != 409:  # already there: `up` after a crash with etcd data kept
                 raise

@@ -5,10 +5,14 @@ Flags follow envtest (``controlplane/apiserver.go``) and kwokctl's binary runtim
 etcd → kube-apiserver → kube-controller-manager + kube-scheduler + kwok. kwok plays
 kubelet for nodes annotated ``kwok.x-k8s.io/node=fake``: it marks them Ready, heartbeats
 their leases, and moves pods bound to them to Running/Ready (pods never really run).
+It also serves the kubelet API on loopback, so ``exec``, ``attach`` and ``logs`` reach
+simulated pods: exec runs the command on this machine, logs and attach read one
+simulated container log (see :func:`kwok_debugging`).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,8 @@ FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 SERVICE_CIDR = "10.0.0.0/24"
 POD_CIDR = "10.244.0.0/16"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+#: What every simulated container has logged (kwok serves it for logs and attach).
+SIMULATED_LOG_LINE = "simulated container log line from kwok"
 
 
 def etcd(*, binary: Path, where: layout.Layout, ports: layout.Ports) -> list[str]:
@@ -73,6 +79,9 @@ def apiserver(*, binary: Path, where: layout.Layout, ports: layout.Ports) -> lis
         # shutdown for its 60 s timeout: restarts (tests of clients riding out an
         # apiserver restart) then take seconds, and clients see a clean end of stream.
         "--shutdown-watch-termination-grace-period=2s",
+        # exec/attach/logs go to kwok's kubelet server at the node's InternalIP (127.0.0.1);
+        # the node's Hostname does not resolve.
+        "--kubelet-preferred-address-types=InternalIP",
     ]
 
 
@@ -115,17 +124,60 @@ def scheduler(*, binary: Path, where: layout.Layout, ports: layout.Ports) -> lis
     ]
 
 
-def kwok(*, binary: Path, where: layout.Layout, stages: Path) -> list[str]:
+def kwok(*, binary: Path, where: layout.Layout, stages: Path, ports: layout.Ports) -> list[str]:
     return [
         str(binary),
         f"--kubeconfig={where.components_kubeconfig}",
         f"--config={stages}",
+        f"--config={where.kwok_dir / 'debugging.yaml'}",
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
         f"--cidr={POD_CIDR}",
-        "--node-ip=10.240.0.1",
+        # The kubelet API (exec, attach, logs), on loopback; without certificate files
+        # kwok serves TLS with a throwaway certificate, which the apiserver does not verify
+        # (no --kubelet-certificate-authority), as with kwokctl's clusters.
+        "--node-ip=127.0.0.1",
+        f"--node-port={ports.kubelet}",
+        f"--server-address=127.0.0.1:{ports.kubelet}",
         "--node-lease-duration-seconds=40",
     ]
+
+
+def kwok_debugging(where: layout.Layout) -> str:
+    """kwok's configuration for exec, attach and logs of every simulated pod.
+
+    Exec runs the command on this machine (as the user running the cluster, in
+    ``kwok/exec``): a dev cluster on loopback, whose pods are simulated anyway. Logs
+    and attach read one container log holding :data:`SIMULATED_LOG_LINE`.
+    """
+    log_file = str(where.kwok_dir / "container.log")
+    documents: list[dict[str, Any]] = [
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterExec",
+            "metadata": {"name": "devcluster-exec"},
+            "spec": {"execs": [{"local": {"workDir": str(where.kwok_dir / "exec")}}]},
+        },
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": "devcluster-logs"},
+            "spec": {"logs": [{"logsFile": log_file, "previousLogsFile": log_file}]},
+        },
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterAttach",
+            "metadata": {"name": "devcluster-attach"},
+            "spec": {"attaches": [{"logsFile": log_file}]},
+        },
+    ]
+    # JSON is YAML; one document per object, as kwok's config loader expects.
+    return "---\n".join(json.dumps(doc, indent=2) + "\n" for doc in documents)
+
+
+def simulated_log() -> str:
+    """The simulated container log, in the CRI format kubelets store logs in."""
+    return f"2026-01-01T00:00:00.000000000Z stdout F {SIMULATED_LOG_LINE}\n"
 
 
 #: Start order, and the port each component's health is checked on (None: no server).
@@ -147,8 +199,11 @@ def port_of(component: str, ports: layout.Ports) -> int | None:
     }.get(component)
 
 
-def fake_node(name: str = NODE_NAME) -> dict[str, Any]:
-    """A node kwok will manage: no taints, so ordinary pods schedule onto it."""
+def fake_node(name: str = NODE_NAME, *, kubelet_port: int = 0) -> dict[str, Any]:
+    """A node kwok will manage: no taints, so ordinary pods schedule onto it.
+
+    Its address and kubelet port are where the apiserver sends exec, attach and logs.
+    """
     resources = {"cpu": "32", "memory": "256Gi", "pods": "110"}
     return {
         "apiVersion": "v1",
@@ -177,5 +232,14 @@ def fake_node(name: str = NODE_NAME) -> dict[str, Any]:
                 "operatingSystem": "linux",
             },
             "phase": "Running",
+            "addresses": [
+                {"type": "InternalIP", "address": "127.0.0.1"},
+                {"type": "Hostname", "address": name},
+            ],
+            **(
+                {"daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}}}
+                if kubelet_port
+                else {}
+            ),
         },
     }

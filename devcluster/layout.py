@@ -8,6 +8,7 @@
     ├── lock                    flock'd while starting or stopping
     ├── pki/                    CA, serving and admin certs, SA key, tokens.csv
     ├── etcd/                   etcd's data (deleted by `down`)
+    ├── kwok/                   kwok's exec/logs config, the simulated container log
     ├── run/<component>.pid     "<pid> <start time>" of every running process
     ├── logs/<component>.log    stdout+stderr of each component (kept after `down`)
     ├── kube-controller-manager/, kube-scheduler/   their self-signed serving certs
@@ -35,6 +36,9 @@ class Ports:
     apiserver: int
     controller_manager: int
     scheduler: int
+    #: kwok's kubelet server (exec, attach, logs); 0 in the state of a cluster started
+    #: before kwok served it
+    kubelet: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,11 @@ class Layout:
     def accounts_dir(self) -> Path:
         return self.data_dir / "accounts"
 
+    @property
+    def kwok_dir(self) -> Path:
+        """kwok's exec/logs configuration, the simulated container log and exec's work dir."""
+        return self.data_dir / "kwok"
+
     def pid_file(self, component: str) -> Path:
         return self.data_dir / "run" / f"{component}.pid"
 
@@ -107,6 +116,7 @@ class Layout:
             self.etcd_dir,
             self.data_dir / "run",
             self.accounts_dir,
+            self.kwok_dir,
             self.cert_dir("kube-controller-manager"),
             self.cert_dir("kube-scheduler"),
         ]

@@ -17,6 +17,7 @@ DEFAULTS = layout.Ports(
     apiserver=6443,
     controller_manager=10257,
     scheduler=10259,
+    kubelet=10250,
 )
 
 
@@ -37,7 +38,7 @@ def any_free() -> int:
 
 
 def choose(*, prefer_defaults: bool = True) -> layout.Ports:
-    """Pick five distinct free ports (there is a window until the servers bind them)."""
+    """Pick six distinct free ports (there is a window until the servers bind them)."""
     taken: set[int] = set()
 
     def pick(default: int) -> int:
@@ -53,6 +54,7 @@ def choose(*, prefer_defaults: bool = True) -> layout.Ports:
         apiserver=pick(DEFAULTS.apiserver),
         controller_manager=pick(DEFAULTS.controller_manager),
         scheduler=pick(DEFAULTS.scheduler),
+        kubelet=pick(DEFAULTS.kubelet),
     )
 
 
