@@ -59,6 +59,11 @@ class DependentWatches:
                     return found
         return None
 
+    def caches(self, gvk: GVK) -> bool:
+        """Whether a dependent watch of ``gvk`` runs (so its store can answer reads)."""
+        with self._lock:
+            return gvk in self._informers
+
     def ensure(self, owner: ownership.Owner, resource: Resource, child: KubeObject) -> None:
         """Watch ``resource`` for ``owner``'s kind, if the watch's settings allow it."""
         watch = self._watches.get(owner.gvk)

@@ -131,3 +131,68 @@ def test_owner_keys_from_references_and_annotations() -> None:
     }
     assert ownership.owner_keys(annotated, MEMCACHED) == ["ns/m2"]
     assert ownership.owner_keys(annotated, GVK("other.io", "v1", "Memcached")) == []
+
+
+def created(**meta: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "c", "uid": "c-1", "resourceVersion": "7", **meta}}
+
+
+def test_adoption_patch_is_pinned_to_the_created_version_and_keeps_other_references() -> None:
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u-9"}
+    patch = ownership.adoption_patch(
+        NAMESPACED_OWNER,
+        created(ownerReferences=[other]),
+        child_namespaced=True,
+        child_namespace="ns",
+    )
+    assert patch == {
+        "metadata": {
+            "uid": "c-1",
+            "resourceVersion": "7",
+            "ownerReferences": [other, NAMESPACED_OWNER.reference()],
+        }
+    }
+
+
+def test_adoption_patch_uses_annotations_across_namespaces_and_nothing_when_owned() -> None:
+    patch = ownership.adoption_patch(
+        NAMESPACED_OWNER, created(), child_namespaced=True, child_namespace="other"
+    )
+    assert patch is not None
+    assert patch["metadata"]["annotations"] == NAMESPACED_OWNER.annotations(), patch
+    owned = created(ownerReferences=[NAMESPACED_OWNER.reference()])
+    patch = ownership.adoption_patch(
+        NAMESPACED_OWNER, owned, child_namespaced=True, child_namespace="ns"
+    )
+    assert patch is None
+
+
+@pytest.mark.parametrize(
+    ("live_meta", "expect_kept"),
+    [
+        pytest.param({"ownerReferences": [NAMESPACED_OWNER.reference()]}, True, id="owned"),
+        pytest.param({"annotations": NAMESPACED_OWNER.annotations()}, True, id="annotated"),
+        pytest.param({}, False, id="not-owned"),
+        pytest.param(
+            {"ownerReferences": [{**NAMESPACED_OWNER.reference(), "uid": "another"}]},
+            False,
+            id="owned-by-another",
+        ),
+    ],
+)
+def test_keep_carries_only_an_existing_mark(live_meta: dict[str, Any], expect_kept: bool) -> None:
+    live = {"metadata": {"name": "c", "uid": "c-1", **live_meta}}
+    replacement: dict[str, Any] = {"metadata": {"name": "c"}, "data": {"v": "2"}}
+    assert ownership.keep(NAMESPACED_OWNER, replacement, live) is expect_kept
+    if expect_kept:
+        assert NAMESPACED_OWNER.owns(replacement), replacement
+        assert replacement["metadata"]["uid"] == "c-1", "a kept mark must pin the live uid"
+    else:
+        assert replacement == {"metadata": {"name": "c"}, "data": {"v": "2"}}, replacement
+
+
+def test_keep_refuses_a_replacement_naming_another_object() -> None:
+    live = {"metadata": {"uid": "c-1", "ownerReferences": [NAMESPACED_OWNER.reference()]}}
+    replacement: dict[str, Any] = {"metadata": {"uid": "c-2"}}
+    assert not ownership.keep(NAMESPACED_OWNER, replacement, live)
+    assert "ownerReferences" not in replacement["metadata"]

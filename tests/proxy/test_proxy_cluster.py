@@ -2,73 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from runner import ownership, proxy
-from runner.kube.client import Client
-from runner.kube.types import GVK, KubeObject, Resource
+from runner.kube.types import KubeObject
 from tests.helpers import wait_for
+from tests.proxy.support import call
 
 pytestmark = pytest.mark.integration
-
-CONFIGMAP = GVK("", "v1", "ConfigMap")
-
-
-@pytest.fixture
-def owner(kube: Client, namespace: str) -> KubeObject:
-    return kube.create(
-        CONFIGMAP, {"metadata": {"name": "owner", "namespace": namespace}}, namespace=namespace
-    )
-
-
-@pytest.fixture
-def running_proxy(kube: Client) -> Iterator[tuple[proxy.OwnerProxy, list[Any]]]:
-    seen: list[Any] = []
-    cached: dict[tuple[str, str], KubeObject] = {}
-
-    def lookup(resource: Resource, namespace: str, name: str) -> KubeObject | None:
-        return cached.get((namespace, name))
-
-    server = proxy.OwnerProxy(
-        client=kube,
-        port=0,
-        on_child=lambda owner, resource, child: seen.append((owner, resource.plural, child)),
-        cache=lookup,
-    )
-    server.cached = cached  # type: ignore[attr-defined]
-    server.start()
-    yield server, seen
-    server.shutdown()
-
-
-def call(
-    kubeconfig_path: str, method: str, path: str, body: Any = None, token: str | None = None
-) -> tuple[int, dict[str, str], Any]:
-    config = yaml.safe_load(Path(kubeconfig_path).read_text())
-    server = config["clusters"][0]["cluster"]["server"]
-    request = urllib.request.Request(
-        server + path,
-        method=method,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={
-            "Authorization": f"Bearer {token or config['users'][0]['user']['token']}",
-            "Content-Type": "application/json",
-        },
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return answer.status, dict(answer.headers), json.loads(answer.read() or b"null")
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), json.loads(exc.read() or b"null")
 
 
 def test_create_through_the_proxy_injects_the_owner(
