@@ -6,13 +6,19 @@
 #
 # Build args:
 #   PYTHON_IMAGE                 base image; pin it by digest in release builds.
+#   ANSIBLE_CORE                 "2.19" (default) or "2.18", the line operator-sdk's
+#                                ansible-operator images ship: roles written for them that
+#                                template numbers into strings may need 2.18 (see
+#                                docs/migrating.md). hack/constraints/ansible-<line>.txt pins
+#                                ansible-core and the `ansible` package built against it.
 #   INSTALL_GALAXY_COLLECTIONS   "true" (default): install requirements.yml's collections
 #                                from Galaxy. "false": skip it, for build hosts that cannot
 #                                reach Galaxy; the `ansible` package the runner depends on
-#                                already bundles kubernetes.core 6.x.
+#                                already bundles kubernetes.core (6.x with 2.19, 5.x with 2.18).
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 FROM ${PYTHON_IMAGE}
 
+ARG ANSIBLE_CORE=2.19
 ARG INSTALL_GALAXY_COLLECTIONS=true
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -26,13 +32,18 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 # The runner, with the dependency ranges pyproject.toml declares (the same install CI
-# makes; pyproject.toml is their single source). It brings ansible-core, ansible-runner
-# and the playbook_operator.util collection, which the runner puts on the collections
-# path itself.
+# makes; pyproject.toml is their single source), narrowed to one ansible-core line by
+# its constraints file. It brings ansible-core, ansible-runner and the
+# playbook_operator.util collection, which the runner puts on the collections path itself.
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY hack/constraints/ constraints/
 COPY runner/ runner/
-RUN pip install . && rm -rf /src
+RUN if [ ! -f "constraints/ansible-${ANSIBLE_CORE}.txt" ]; then \
+        echo "ANSIBLE_CORE=${ANSIBLE_CORE}: supported lines are 2.18 and 2.19" >&2; exit 1; \
+    fi \
+    && pip install -c "constraints/ansible-${ANSIBLE_CORE}.txt" . \
+    && rm -rf /src
 
 # Collections go to a system path, not ~/.ansible: the manager Deployment mounts an
 # emptyDir on /opt/ansible/.ansible (its root filesystem is read-only), which would hide

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator, Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -15,6 +16,15 @@ from runner.ansible import runner as ansible_runner
 FIXTURES = Path(__file__).parent / "fixtures"
 PLAYBOOKS = FIXTURES / "playbooks"
 ROLES = FIXTURES / "roles"
+
+
+def ansible_core_line(version: str) -> str:
+    """``2.18.19`` → ``2.18``."""
+    return ".".join(version.split(".")[:2])
+
+
+#: The ansible-core line of this environment, which runs the plays: ``2.18`` or ``2.19``.
+ANSIBLE_CORE = ansible_core_line(metadata.version("ansible-core"))
 
 
 class Captured(logging.Handler):

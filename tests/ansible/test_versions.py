@@ -1,0 +1,102 @@
+"""The ansible-core lines the runner supports (2.18 and 2.19) and where roles see a difference.
+
+The same tests run on each line: ``make test`` with the default install (2.19)
+and ``make test-ansible-2.18`` with a second venv pinned by
+``hack/constraints/ansible-2.18.txt``, which sets
+``PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=2.18`` so a lane that silently ran another
+line fails. Cases that only hold on one line are skipped on the other.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+import devcluster
+from runner.ansible import runner as ansible_runner
+from runner.kube import client, errors
+from runner.kube.types import GVK
+from tests.ansible.conftest import (
+    ANSIBLE_CORE,
+    ROLES,
+    Captured,
+    RunPlaybook,
+    ansible_core_line,
+    debug_outputs,
+)
+
+CONFIGMAP = GVK("", "v1", "ConfigMap")
+SUPPORTED = ("2.18", "2.19")
+#: The line a test lane pins (``make test-ansible-2.18`` sets it); unset: any supported one.
+EXPECTED_ENV = "PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE"
+
+
+def only_on(line: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(line != ANSIBLE_CORE, reason=f"ansible-core {line} behaviour")
+
+
+def test_runs_use_the_installed_supported_ansible_core(
+    run_playbook: RunPlaybook, captured: tuple[logging.Logger, Captured]
+) -> None:
+    result = run_playbook("version")
+    assert not result.failed, result.failed_tasks
+    _, handler = captured
+    ran = ansible_core_line(str(debug_outputs(handler)["Version"]))
+    assert ran == ANSIBLE_CORE, (
+        f"plays ran on ansible-core {ran}, expected the installed {ANSIBLE_CORE} "
+        f"(ansible-playbook from another environment?)"
+    )
+    expected = os.environ.get(EXPECTED_ENV)
+    if expected:
+        assert ran == expected, f"this lane pins ansible-core {expected}, plays ran on {ran}"
+    assert ran in SUPPORTED, f"ansible-core {ran} is not one of the supported {SUPPORTED}"
+
+
+@pytest.fixture
+def sizer_run(
+    runner: ansible_runner.AnsibleRunner,
+    captured: tuple[logging.Logger, Captured],
+    cluster: devcluster.Cluster,
+    namespace: str,
+    tmp_path: Path,
+) -> ansible_runner.RunResult:
+    """The ``sizer`` role for a CR ``s`` with ``spec.size: 3``, as the operator runs it."""
+    logger, _ = captured
+    spec = ansible_runner.RunSpec(
+        ident="sizer",
+        private_data_dir=tmp_path / "pdd",
+        role="sizer",
+        roles_path=(ROLES,),
+        extravars={"size": 3, "ansible_operator_meta": {"name": "s", "namespace": namespace}},
+        envvars={"K8S_AUTH_KUBECONFIG": str(cluster.kubeconfig)},
+    )
+    return runner.run(spec, log=logger)
+
+
+@only_on("2.18")
+def test_a_number_templated_into_configmap_data_is_written_as_a_string_on_2_18(
+    sizer_run: ansible_runner.RunResult, kube: client.Client, namespace: str
+) -> None:
+    assert not sizer_run.failed, (
+        f"expected the role to succeed on 2.18, saw {sizer_run.failed_tasks}"
+    )
+    data = kube.get(CONFIGMAP, name="s-size", namespace=namespace).get("data")
+    assert data == {"memory_mb": "192"}, f"expected data {{'memory_mb': '192'}}, saw {data!r}"
+
+
+@only_on("2.19")
+def test_a_number_templated_into_configmap_data_fails_the_role_on_2_19(
+    sizer_run: ansible_runner.RunResult, kube: client.Client, namespace: str
+) -> None:
+    messages = [t.message for t in sizer_run.failed_tasks]
+    assert [t.task for t in sizer_run.failed_tasks] == ["Record the memory in a ConfigMap"], (
+        messages
+    )
+    assert any("cannot unmarshal number" in m for m in messages), (
+        f"expected the API server's rejection of a number in ConfigMap data, saw {messages}"
+    )
+    with pytest.raises(errors.NotFoundError):
+        kube.get(CONFIGMAP, name="s-size", namespace=namespace)
