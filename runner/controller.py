@@ -6,9 +6,10 @@ The result semantics are written once, here, and the workers follow them:
 - ``requeue_after`` set   → forget the backoff, re-add after that delay;
 - success without it      → forget the backoff.
 
-Every branch bumps one ``result`` label of the reconcile counter. Because the
-queue never hands one key to two workers, at most one reconcile per object runs
-at any time, whatever the worker count.
+Every branch bumps one ``result`` label of the reconcile counters: ours
+(:class:`Outcome`) and controller-runtime's (:class:`Action`, what the worker
+did with the key). Because the queue never hands one key to two workers, at
+most one reconcile per object runs at any time, whatever the worker count.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from enum import StrEnum
+from typing import Protocol
 
 from runner import queue as queue_mod
 from runner import reconcile
@@ -26,14 +28,44 @@ from runner.predicate import Event, Predicate
 
 log = logging.getLogger("runner.controller")
 
-#: Called once per finished reconcile: (gvk, result label, seconds).
-Observer = Callable[[GVK, "Outcome", float], None]
-
 
 class Outcome(StrEnum):
+    """How the reconcile went (``playbook_operator_reconcile_total``'s ``result``)."""
+
     SUCCEEDED = "succeeded"
-    REQUEUED = "requeue_after"
+    REQUEUED = "requeue_after"  # the role asked for it with the requeue_after module
     FAILED = "failed"
+
+
+class Action(StrEnum):
+    """What the worker did with the key: controller-runtime's ``result`` label.
+
+    A success with a reconcile period is ``requeue_after``, as in controller-runtime
+    (ansible-operator always returns the period); ``success`` is a reconcile that
+    asked for nothing, e.g. of an object already gone. controller-runtime's fourth
+    value, ``requeue`` (retry with backoff without an error), is never produced.
+    """
+
+    SUCCESS = "success"
+    ERROR = "error"
+    REQUEUE_AFTER = "requeue_after"
+
+
+class Observer(Protocol):
+    """Told about matching primary events and finished reconciles (the metrics)."""
+
+    def matched(self, *, gvk: GVK, event: Event) -> None:
+        """A watch event of a primary object passed the predicates."""
+
+    def reconciled(
+        self, *, controller: str, gvk: GVK, outcome: Outcome, action: Action, seconds: float
+    ) -> None:
+        """One reconcile finished after ``seconds``."""
+
+
+def name_for(gvk: GVK) -> str:
+    """ansible-operator's controller name: the lower-cased kind and ``-controller``."""
+    return f"{gvk.kind.lower()}-controller"
 
 
 class Controller:
@@ -56,7 +88,7 @@ class Controller:
 
     @property
     def name(self) -> str:
-        return f"{self.gvk.kind.lower()}-{self.gvk.version}-controller"
+        return name_for(self.gvk)
 
     def handler(
         self, predicate: Predicate, *, map_keys: Callable[[Event], list[ObjectKey]] | None = None
@@ -67,6 +99,8 @@ class Controller:
         def handle(event: Event) -> None:
             if not predicate(event):
                 return
+            if map_keys is None and self._observer is not None:
+                self._observer.matched(gvk=self.gvk, event=event)
             keys = map_keys(event) if map_keys else [object_key(event.obj)]
             priority = queue_mod.Priority.RESYNC if event.initial else queue_mod.Priority.EVENT
             for key in keys:
@@ -119,7 +153,7 @@ class Controller:
         except Exception as exc:
             # Failure: keep the backoff growing; the key comes back after base * 2**failures.
             self.queue.add_rate_limited(key)
-            outcome = Outcome.FAILED
+            outcome, action = Outcome.FAILED, Action.ERROR
             level = logging.WARNING if isinstance(exc, reconcile.ReconcileFailed) else logging.ERROR
             log.log(
                 level,
@@ -138,8 +172,9 @@ class Controller:
             if result.requeue_after is not None and result.requeue_after > 0:
                 self.queue.add_after(key, result.requeue_after)
                 outcome = Outcome.REQUEUED if result.requested else Outcome.SUCCEEDED
+                action = Action.REQUEUE_AFTER
             else:
-                outcome = Outcome.SUCCEEDED
+                outcome, action = Outcome.SUCCEEDED, Action.SUCCESS
         elapsed = time.monotonic() - started
         if outcome is not Outcome.FAILED:
             log.info(
@@ -152,4 +187,6 @@ class Controller:
                 },
             )
         if self._observer is not None:
-            self._observer(self.gvk, outcome, elapsed)
+            self._observer.reconciled(
+                controller=self.name, gvk=self.gvk, outcome=outcome, action=action, seconds=elapsed
+            )

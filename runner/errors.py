@@ -5,7 +5,9 @@
     PlaybookOperatorError
     ├── ConfigError              the operator author's input is wrong; raised at
     │   │                        start-up, before anything is watched
-    │   └── WatchesError         watches.yaml: names the file, entry and field
+    │   ├── WatchesError         watches.yaml: names the file, entry and field
+    │   └── ListenError          an address flag cannot be listened on: names
+    │                            the flag and the port
     └── ReconcileError           one reconcile could not be carried out; the
         │                        controller logs it and retries with backoff
         └── AnsibleLaunchError   ansible-runner could not be started at all
@@ -52,6 +54,20 @@ class WatchesError(ConfigError):
         if field is not None:
             where += f", field {field!r}"
         super().__init__(f"{where}: {problem}")
+
+
+class ListenError(ConfigError):
+    """A ``--*-bind-address`` that cannot be served: a taken port, a foreign host...
+
+    The message names the flag, its value and the problem, e.g.
+    ``--metrics-bind-address=:8080: port 8080 is already in use``.
+    """
+
+    def __init__(self, *, flag: str, address: str, problem: str) -> None:
+        self.flag = flag
+        self.address = address
+        self.problem = problem
+        super().__init__(f"{flag}={address}: {problem}")
 
 
 class ReconcileError(PlaybookOperatorError):

@@ -29,6 +29,7 @@ from runner import (
     reconcile,
     recorder,
     source,
+    warm,
 )
 from runner import controller as controller_mod
 from runner import predicate as predicate_mod
@@ -63,6 +64,7 @@ class Manager:
         self.proxy: proxy.OwnerProxy | None = None
         self.dependents: dependents.DependentWatches | None = None
         self.elector: leader.LeaderElector | None = None
+        self.launchers: warm.Launchers | None = None
         self._servers: list[ThreadingHTTPServer] = []
         # Environment every Ansible run gets on top of its kubeconfig (filled by _serve).
         self.run_env: dict[str, str] = {}
@@ -134,11 +136,14 @@ class Manager:
             ctrl = controller_mod.Controller(
                 reconciler=reconciler,
                 work_queue=queue_mod.WorkQueue(
-                    base_delay=settings.backoff_base, max_delay=settings.backoff_max
+                    base_delay=settings.backoff_base,
+                    max_delay=settings.backoff_max,
+                    observer=self.metrics.queue_observer(controller_mod.name_for(watch.gvk)),
                 ),
                 workers=settings.workers_for(watch.gvk),
-                observer=self.metrics.observe_reconcile,
+                observer=self.metrics,
             )
+            self.metrics.add_controller(name=ctrl.name, workers=ctrl.workers, work_queue=ctrl.queue)
             handle = ctrl.handler(
                 predicate_mod.primary(
                     watch_annotations=watch.watch_annotations_changes,
@@ -183,44 +188,55 @@ class Manager:
         self.stop_event.set()
 
     def _serve(self) -> None:
-        probe = health.parse_bind(self.settings.health_probe_bind_address)
-        if probe is not None:
-            self._servers.append(
-                health.serve(probe, handler=health.handler_for(ready=self.synced), name="health")
+        """Listen on the probe, metrics and custom-metrics addresses.
+
+        Called before anything connects to the cluster, as controller-runtime binds
+        its listeners when the manager is made: a taken port is a start-up error
+        naming the flag (:class:`errors.ListenError`), not a traceback later on.
+        """
+        settings = self.settings
+        self._keep(
+            health.listen(
+                flag="--health-probe-bind-address",
+                address=settings.health_probe_bind_address,
+                handler=health.handler_for(ready=self.synced),
+                name="health",
             )
-        scrape = health.parse_bind(self.settings.metrics_bind_address)
-        if scrape is not None:
-            authorize: metrics.Authorize | None = None
-            if self.settings.metrics_require_rbac:
-                authorizer = access.TokenAuthorizer(self.client)
-                authorize = lambda header: authorizer.check(header).value  # noqa: E731
-            tls = (
-                access.server_context(self.settings.metrics_cert_dir or None)
-                if self.settings.metrics_secure
-                else None
+        )
+        authorize: metrics.Authorize | None = None
+        if settings.metrics_require_rbac:
+            authorizer = access.TokenAuthorizer(self.client)
+            authorize = lambda header: authorizer.check(header).value  # noqa: E731
+        metrics_on = settings.metrics_bind_address not in ("", "0")
+        self._keep(
+            health.listen(
+                flag="--metrics-bind-address",
+                address=settings.metrics_bind_address,
+                handler=metrics.exposition_handler(self.metrics, authorize=authorize),
+                name="metrics",
+                tls=access.server_context(settings.metrics_cert_dir or None)
+                if settings.metrics_secure and metrics_on
+                else None,
             )
-            self._servers.append(
-                health.serve(
-                    scrape,
-                    handler=metrics.exposition_handler(self.metrics, authorize=authorize),
-                    name="metrics",
-                    tls=tls,
-                )
+        )
+        custom = self._keep(
+            health.listen(
+                flag="--custom-metrics-bind-address",
+                address=settings.custom_metrics_bind_address,
+                handler=metrics.custom_handler(self.metrics),
+                name="custom-metrics",
+                default_host="127.0.0.1",
             )
-        custom = health.parse_bind(
-            self.settings.custom_metrics_bind_address, default_host="127.0.0.1"
         )
         if custom is not None:
-            try:
-                server = health.serve(
-                    custom, handler=metrics.custom_handler(self.metrics), name="custom-metrics"
-                )
-                self._servers.append(server)
-                self.run_env["PLAYBOOK_OPERATOR_METRICS_URL"] = (
-                    f"http://127.0.0.1:{server.server_port}/metrics"
-                )
-            except OSError as exc:  # a second local runner: roles' metrics go to the first
-                log.warning("custom metrics endpoint unavailable", extra={"error": str(exc)})
+            self.run_env["PLAYBOOK_OPERATOR_METRICS_URL"] = (
+                f"http://127.0.0.1:{custom.server_port}/metrics"
+            )
+
+    def _keep(self, server: ThreadingHTTPServer | None) -> ThreadingHTTPServer | None:
+        if server is not None:
+            self._servers.append(server)
+        return server
 
     def _lead(self) -> bool:
         """Block until leader (or not electing). False if stopped while waiting."""
@@ -253,13 +269,13 @@ class Manager:
         os._exit(EXIT_LEADERSHIP_LOST)
 
     def start(self) -> bool:
-        """Serve probes, fill the caches, win the lease, then start the proxy and workers.
+        """Fill the caches, win the lease, then start the proxy and workers.
 
-        Caches start before the election, as controller-runtime's do: a standby is
+        The probes and metrics already serve (``run`` binds them first). Caches
+        start before the election, as controller-runtime's do: a standby is
         ready (its caches are warm) and takes over without relisting; only the
         workers — the only writers — wait for leadership.
         """
-        self._serve()
         for gvk, informers in self.primary_informers.items():
             for informer in informers:
                 threading.Thread(
@@ -295,6 +311,8 @@ class Manager:
             self.elector.release()
         if self.proxy is not None:
             self.proxy.shutdown()
+        if self.launchers is not None:
+            self.launchers.close()  # after the runs: closing kills whatever still runs
         for server in self._servers:
             server.shutdown()
         return clean
@@ -303,6 +321,7 @@ class Manager:
         """Run until SIGTERM/SIGINT; exit code 0 after a graceful shutdown."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        self._serve()
         self.build()
         if self.start():
             self.stop_event.wait()

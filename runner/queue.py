@@ -12,6 +12,12 @@ client-go's rate-limited workqueue with controller-runtime's priority queue:
 
 Unlike client-go, ``get`` returns ``None`` as soon as the queue shuts down
 instead of draining it: a drain would start one Ansible run per key.
+
+For client-go's ``workqueue_*`` metrics the queue reports, through an optional
+:class:`Observer`, how long each key waited once ready and how long a worker
+held it, and :meth:`WorkQueue.stats` gives the rest at scrape time. A pending
+key counts as added to client-go's queue at its due time, which is exactly
+when client-go's delaying queue would have added it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import itertools
 import threading
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Protocol
 
 from runner.clock import Clock, MonotonicClock
 from runner.kube.types import ObjectKey
@@ -31,6 +38,27 @@ class Priority(IntEnum):
 
     RESYNC = -100  # periodic requeues and the initial-list backlog after a restart
     EVENT = 0  # a watch event: someone just changed something
+
+
+class Observer(Protocol):
+    """Told, under the queue's lock, about each key handed out and each key released."""
+
+    def queued(self, seconds: float) -> None:
+        """A key waited ``seconds`` between becoming ready and being handed out."""
+
+    def worked(self, seconds: float) -> None:
+        """A worker held a key ``seconds``, from ``get`` to ``done``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """The queue at one instant, in client-go's workqueue terms."""
+
+    ready: int  # keys due and not handed out (client-go's depth: follow-ups of running keys too)
+    adds: int  # keys that became ready since the start (handed out + ready now)
+    retries: int  # add_after and add_rate_limited calls (client-go counts every AddAfter)
+    unfinished_seconds: float  # summed time the keys handed out now have been held
+    longest_running_seconds: float  # how long the oldest key handed out now has been held
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +84,10 @@ class WorkQueue:
         clock: Clock | None = None,
         base_delay: float = 1.0,
         max_delay: float = 300.0,
+        observer: Observer | None = None,
     ) -> None:
         self._clock: Clock = clock or MonotonicClock()
+        self._observer = observer
         self._base_delay = base_delay
         self._max_delay = max_delay
         self._cond = threading.Condition()
@@ -68,6 +98,10 @@ class WorkQueue:
         self._failures: dict[ObjectKey, int] = {}
         self._stamps = itertools.count()
         self._shutting_down = False
+        # Metrics only: when each key handed out was handed out; counters.
+        self._started: dict[ObjectKey, float] = {}
+        self._handed_out = 0
+        self._retries = 0
 
     # -- producers ----------------------------------------------------------
 
@@ -85,6 +119,7 @@ class WorkQueue:
         ``forget`` (a requested requeue is not a failure), and before ``done``.
         """
         with self._cond:
+            self._count_retry()
             self._put(key, priority=priority, due=self._clock.now() + max(0.0, delay))
 
     def add_rate_limited(self, key: ObjectKey, *, priority: Priority | None = None) -> None:
@@ -96,6 +131,7 @@ class WorkQueue:
         (controller-runtime keeps it too), else EVENT.
         """
         with self._cond:
+            self._count_retry()
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
             # min() on the exponent first: 2**1100 would overflow a float.
@@ -139,7 +175,7 @@ class WorkQueue:
                 while not self._shutting_down:
                     now = self._clock.now()
                     self._promote(now)
-                    key = self._pop_ready()
+                    key = self._pop_ready(now)
                     if key is not None:
                         return key
                     if deadline is not None and now >= deadline:
@@ -163,6 +199,9 @@ class WorkQueue:
         """
         with self._cond:
             self._processing.pop(key, None)
+            started = self._started.pop(key, None)
+            if started is not None and self._observer is not None:
+                self._observer.worked(max(0.0, self._clock.now() - started))
             entry = self._pending.get(key)
             if entry is not None and entry.due <= self._clock.now():
                 heapq.heappush(self._ready, (-entry.priority, entry.due, entry.stamp, key))
@@ -182,6 +221,22 @@ class WorkQueue:
         """Keys handed out and not yet ``done``."""
         with self._cond:
             return len(self._processing)
+
+    def stats(self) -> Stats:
+        """Counts and ages for client-go's ``workqueue_*`` metrics, read at scrape time."""
+        with self._cond:
+            now = self._clock.now()
+            ready = sum(1 for entry in self._pending.values() if entry.due <= now)
+            held = [max(0.0, now - started) for started in self._started.values()]
+            return Stats(
+                ready=ready,
+                # Every key that became ready is either still ready or was handed
+                # out, so this never decreases, like client-go's adds counter.
+                adds=self._handed_out + ready,
+                retries=self._retries,
+                unfinished_seconds=sum(held),
+                longest_running_seconds=max(held, default=0.0),
+            )
 
     # -- internals (caller holds self._cond) ---------------------------------
 
@@ -222,7 +277,11 @@ class WorkQueue:
             if entry is not None and key not in self._processing:
                 heapq.heappush(self._ready, (-entry.priority, entry.due, stamp, key))
 
-    def _pop_ready(self) -> ObjectKey | None:
+    def _count_retry(self) -> None:
+        if not self._shutting_down:
+            self._retries += 1
+
+    def _pop_ready(self, now: float) -> ObjectKey | None:
         while self._ready:
             _, _, stamp, key = heapq.heappop(self._ready)
             entry = self._current(key, stamp)
@@ -231,5 +290,10 @@ class WorkQueue:
                 continue
             del self._pending[key]
             self._processing[key] = entry.priority
+            self._started[key] = now
+            self._handed_out += 1
+            if self._observer is not None:
+                # Ready since its due time: the add, the delay's end, or a running key's add.
+                self._observer.queued(max(0.0, now - entry.due))
             return key
         return None

@@ -1,9 +1,12 @@
-"""Start-up errors: a bad watches.yaml stops the runner before it watches anything."""
+"""Start-up errors: a bad watches.yaml or an address that cannot be served stops the
+runner before it watches anything, with one line naming the cause."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,3 +72,73 @@ def test_metrics_rbac_without_tls_is_refused(tmp_path: Path) -> None:
     answer = run("run", "--metrics-require-rbac", cwd=tmp_path)
     assert answer.returncode == 2, answer.stderr
     assert "--metrics-require-rbac needs --metrics-secure" in answer.stderr, answer.stderr
+
+
+# A kubeconfig that loads but whose server nothing answers: listeners are bound
+# before the runner talks to the cluster, so a taken port must be reported first.
+UNREACHABLE_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+LISTEN_FLAGS = (
+    "--metrics-bind-address",
+    "--health-probe-bind-address",
+    "--custom-metrics-bind-address",
+)
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield int(holder.getsockname()[1])
+
+
+@pytest.mark.parametrize("flag", [pytest.param(flag, id=flag[2:]) for flag in LISTEN_FLAGS])
+def test_a_taken_port_stops_the_runner_naming_flag_and_port(
+    tmp_path: Path, taken_port: int, flag: str
+) -> None:
+    (tmp_path / "roles" / "k" / "tasks").mkdir(parents=True)
+    (tmp_path / "roles" / "k" / "tasks" / "main.yml").write_text("[]\n")
+    (tmp_path / "watches.yaml").write_text("- {version: v1, group: g.io, kind: K, role: roles/k}\n")
+    (tmp_path / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
+    others = [f"{other}=0" for other in LISTEN_FLAGS if other != flag]
+    answer = run(
+        "run",
+        f"--kubeconfig={tmp_path / 'kubeconfig'}",
+        f"{flag}=127.0.0.1:{taken_port}",
+        *others,
+        cwd=tmp_path,
+    )
+    assert answer.returncode == 2, f"expected exit 2, saw {answer.returncode}: {answer.stderr}"
+    last = answer.stderr.strip().splitlines()[-1]
+    assert flag in last and f"port {taken_port} is already in use" in last, (
+        f"expected one line naming {flag} and port {taken_port}, saw:\n{answer.stderr}"
+    )
+    assert "Traceback" not in answer.stderr, answer.stderr
+
+
+@pytest.mark.parametrize(
+    "value",
+    [pytest.param(":http", id="not-a-number"), pytest.param(":70000", id="out-of-range")],
+)
+def test_a_malformed_address_stops_the_runner(tmp_path: Path, value: str) -> None:
+    (tmp_path / "roles" / "k" / "tasks").mkdir(parents=True)
+    (tmp_path / "roles" / "k" / "tasks" / "main.yml").write_text("[]\n")
+    (tmp_path / "watches.yaml").write_text("- {version: v1, group: g.io, kind: K, role: roles/k}\n")
+    (tmp_path / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
+    answer = run(
+        "run",
+        f"--kubeconfig={tmp_path / 'kubeconfig'}",
+        f"--metrics-bind-address={value}",
+        "--health-probe-bind-address=0",
+        "--custom-metrics-bind-address=0",
+        cwd=tmp_path,
+    )
+    assert answer.returncode == 2, f"expected exit 2, saw {answer.returncode}: {answer.stderr}"
+    assert f"--metrics-bind-address={value}: expected [host]:port" in answer.stderr, answer.stderr

@@ -14,9 +14,14 @@ description:
     metric on first use and serves it with the operator's metrics.
     Argument-compatible with C(operator_sdk.util.osdk_metric) 0.5.0.
   - Give exactly one of I(counter), I(gauge), I(histogram) or I(summary).
+  - The metric is exposed under exactly I(name), as ansible-operator exposes it; a counter
+    is not renamed to C(<name>_total). Histograms use Go's default buckets; summaries
+    expose only C(_sum) and C(_count).
+  - The operator refuses a name another metric already uses, or a second type for one
+    name; the task then fails with the reason.
 options:
   name:
-    description: The name of the metric.
+    description: The name of the metric (a Prometheus metric name).
     type: str
     required: true
   description:
