@@ -81,6 +81,7 @@ class Launchers:
         self._programs: dict[str, _Process] = {}
         self._module: _Process | None = None
         self._closed = False
+        self._over_cap: set[str] = set()
         self.outcomes: Counter[str] = Counter()  # warm / cold / lost runs
 
     # -- what the Ansible stage uses ------------------------------------------
@@ -94,7 +95,15 @@ class Launchers:
         ).hexdigest()[:16]
         with self._lock:
             launcher = self._programs.get(key)
-            if launcher is None and len(self._programs) < MAX_PROGRAM_LAUNCHERS:
+            if launcher is None and len(self._programs) >= MAX_PROGRAM_LAUNCHERS:
+                if key not in self._over_cap:
+                    self._over_cap.add(key)
+                    log.warning(
+                        "more distinct Ansible environments than warm launchers; "
+                        "runs in this one start cold",
+                        extra={"launchers": MAX_PROGRAM_LAUNCHERS},
+                    )
+            elif launcher is None:
                 launcher = _Process(
                     name=f"program-{key}",
                     kind="program",
@@ -145,6 +154,8 @@ class Launchers:
             text = "cold: no status from the launcher client"
         kind, _, reason = text.partition(": ")
         kind = kind if kind in (WARM, COLD, LOST) else COLD
+        if kind == COLD:
+            log.debug("ansible-playbook started cold", extra={"reason": reason})
         with self._lock:
             self.outcomes[kind] += 1
         return kind, reason
@@ -226,6 +237,10 @@ class Launchers:
             )
             return launcher.socket
         launcher.proc = self._spawn(launcher)
+        if launcher.proc is not None:
+            log.info(
+                "warm launcher started", extra={"launcher": launcher.name, "pid": launcher.proc.pid}
+            )
         return launcher.socket
 
     def _spawn(self, launcher: _Process) -> subprocess.Popen[bytes] | None:

@@ -151,10 +151,13 @@ def _is_payload(args: list[str]) -> bool:
 def _piped_payload() -> int | None:
     """With pipelining the payload comes on stdin. Read it into a memory file so it
     can be inspected and still be read whole by whoever runs it; None if stdin is a
-    terminal (an interactive interpreter is never a module)."""
-    if os.isatty(0):
+    terminal or closed (an interactive interpreter is never a module)."""
+    try:
+        if os.isatty(0):
+            return None
+        data = os.read(0, 1 << 20)
+    except OSError:  # no stdin at all (a daemonized task): not a pipelined payload
         return None
-    data = b""
     while chunk := os.read(0, 1 << 20):
         data += chunk
     memory = os.memfd_create("ansible-payload")

@@ -34,6 +34,7 @@ Run as ``python -c`` by :mod:`runner.warm.pool`, which also imports it for
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import runpy
@@ -266,7 +267,21 @@ def serve(launcher: _Launcher) -> dict[str, Any] | None:
                     conn, _ = listener.accept()
                     child = _start(launcher, conn, selector)
                     if child is not None:
-                        return child
+                        # In the child. Close the launcher's descriptors through the
+                        # objects that own them: an object merely forgotten would close
+                        # its number whenever the garbage collector frees it — by then
+                        # the number of a socket the program opened.
+                        request, fds = child
+                        for job in launcher.jobs.values():
+                            job.conn.close()
+                        launcher.jobs.clear()
+                        launcher.by_conn.clear()
+                        for owner in (conn, listener, selector):
+                            owner.close()
+                        for fd in (wakeup_r, wakeup_w):
+                            os.close(fd)
+                        _become_child(launcher, request, fds)
+                        return request
                 else:
                     _from_client(launcher, key.fileobj, selector)  # type: ignore[arg-type]
     finally:
@@ -278,7 +293,9 @@ def serve(launcher: _Launcher) -> dict[str, Any] | None:
 
 def _start(
     launcher: _Launcher, conn: socket.socket, selector: selectors.BaseSelector
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any], list[int]] | None:
+    """Serve one connection: None in the launcher; in a forked child, the request and
+    the client's descriptors (stdin, stdout, stderr) it must take over."""
     conn.settimeout(10)  # a client sends its request right after connecting
     try:
         request, fds = wire.receive(conn)
@@ -297,8 +314,7 @@ def _start(
         assert request is not None
         pid = os.fork()
         if pid == 0:
-            _become_child(launcher, request, fds)
-            return request
+            return request, fds
         with contextlib.suppress(OSError):
             wire.send(conn, {"pid": pid})
     finally:
@@ -438,6 +454,10 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
         options[name].append(rest.pop(0))
     kind = options["--kind"][0]
     preload(kind, options["--preload"])  # what is missing is only imported by each child
+    # Children share the launcher's pages copy-on-write; a garbage collection in a
+    # child would touch (and so copy) every object. Frozen objects are never scanned.
+    gc.collect()
+    gc.freeze()
     cwd = os.getcwd()
     launcher = _Launcher(
         kind=kind,

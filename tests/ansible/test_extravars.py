@@ -163,8 +163,12 @@ def test_spec_keys_naming_ansible_variables_are_withheld(snake_case: bool) -> No
     assert got.variables["ansible_operator_meta"] == {"name": "w", "namespace": "ns"}
     # snake_case turns ANSIBLE_BECOME into _ansible_become, which is no Ansible variable.
     expected = (
-        ["ansiblePythonInterpreter", "ansibleShellExecutable", "ansible_connection"]
-        + ["ansibleOperatorMeta"]
+        [
+            "ansiblePythonInterpreter",
+            "ansibleShellExecutable",
+            "ansible_connection",
+            "ansibleOperatorMeta",
+        ]
         if snake_case
         else ["ansible_connection", "ANSIBLE_BECOME"]
     )

@@ -21,14 +21,22 @@ def module_facts(result: Any) -> dict[str, Any]:
     return facts
 
 
-def test_modules_and_playbooks_start_warm(launchers: warm.Launchers, run_warm: Run) -> None:
-    ready(launchers, run_warm)
-    result = run_warm("inspect")
+@pytest.mark.parametrize(
+    "pipelining",
+    [pytest.param("True", id="payload-on-stdin"), pytest.param("False", id="payload-file")],
+)
+def test_modules_and_playbooks_start_warm(
+    pipelining: str, launchers: warm.Launchers, run_warm: Run
+) -> None:
+    env = {"ANSIBLE_PIPELINING": pipelining}
+    ready(launchers, run_warm, envvars=env)
+    result = run_warm("inspect", envvars=env)
     assert not result.failed, result.failed_tasks
     assert started(result) == "warm"
     facts = module_facts(result)
     assert facts["preloaded"] is True, f"module did not start in a warm interpreter: {facts}"
     assert facts["session_leader"] is True, "a module child runs in its own session"
+    assert facts["descriptors_survive_gc"] is True, "a launcher object closed a module's socket"
 
 
 def test_process_context_is_the_runs(
