@@ -1,16 +1,20 @@
 """The ``playbook-operator`` console command: flags → settings → manager.
 
-Flag names follow operator-sdk's ``ansible-operator run`` so deployments move
-over unchanged (booleans accept Go's ``--flag=false`` form).
+Every flag of operator-sdk's ``ansible-operator run`` is accepted, with its
+meaning or as a documented no-op, so deployments move over unchanged: its own
+flags, controller-runtime's zap logging flags and the ``--config`` manager file.
+Booleans accept Go's ``--flag=false`` form; names are never abbreviated (pflag
+does not abbreviate either).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import runner
@@ -36,6 +40,31 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def _log_events(text: str) -> settings_mod.LogEvents:
+    for choice in settings_mod.LogEvents:
+        if choice.value.lower() == text.lower():  # ansible-operator ignores case
+            return choice
+    raise argparse.ArgumentTypeError(f"expected Tasks, Everything or Nothing, got {text!r}")
+
+
+def _zap(parse: Callable[[str], int]) -> Callable[[str], int]:
+    def convert(text: str) -> int:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    return convert
+
+
+def _time_encoding(text: str) -> settings_mod.TimeEncoding:
+    try:
+        return settings_mod.TimeEncoding(text.lower())
+    except ValueError:
+        names = ", ".join(e.value for e in settings_mod.TimeEncoding)
+        raise argparse.ArgumentTypeError(f"expected one of {names}, got {text!r}") from None
+
+
 def _flag(parser: argparse.ArgumentParser, *names: str, **kwargs: object) -> None:
     parser.add_argument(*names, **kwargs)  # type: ignore[arg-type]
 
@@ -46,7 +75,9 @@ def parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"playbook-operator {runner.__version__}"
     )
     commands = top.add_subparsers(dest="command")
-    run = commands.add_parser("run", help="run the operator (watch, reconcile with Ansible)")
+    run = commands.add_parser(
+        "run", help="run the operator (watch, reconcile with Ansible)", allow_abbrev=False
+    )
     defaults = settings_mod.Settings(watches_file=Path("watches.yaml"))
     b = {"type": _bool, "nargs": "?", "const": True, "metavar": "BOOL"}
     _flag(run, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
@@ -89,8 +120,9 @@ def parser() -> argparse.ArgumentParser:
     _flag(
         run,
         "--ansible-log-events",
-        default="Tasks",
-        choices=[e.value for e in settings_mod.LogEvents],
+        type=_log_events,
+        default=settings_mod.LogEvents.TASKS,
+        metavar="{Tasks,Everything,Nothing}",
     )
     _flag(
         run,
@@ -167,8 +199,45 @@ def parser() -> argparse.ArgumentParser:
         default="",
         help="namespace of the Lease (default: own namespace)",
     )
-    _flag(run, "--lease-duration", type=_duration, default=defaults.lease_duration)
-    _flag(run, "--renew-deadline", type=_duration, default=defaults.renew_deadline)
+    _flag(
+        run,
+        "--leader-elect-lease-duration",
+        "--lease-duration",
+        dest="lease_duration",
+        type=_duration,
+        default=defaults.lease_duration,
+        help="how long a standby waits before taking over an unrenewed Lease",
+    )
+    _flag(
+        run,
+        "--leader-elect-renew-deadline",
+        "--renew-deadline",
+        dest="renew_deadline",
+        type=_duration,
+        default=defaults.renew_deadline,
+        help="how long the leader keeps retrying to renew before giving up",
+    )
+    _flag(
+        run,
+        "--leader-elect-resource-lock",
+        default="leases",
+        help="deprecated and ignored, as in ansible-operator: the lock is always a Lease",
+    )
+    _flag(
+        run,
+        "--config",
+        default="",
+        help="controller-runtime manager configuration file (ControllerManagerConfig); "
+        "flags given on the command line win over it",
+    )
+    _flag(
+        run,
+        "--enable-http2",
+        default=False,
+        help="accepted and ignored: the runner serves HTTP/1.1 only "
+        "(ansible-operator's default, HTTP/2 off)",
+        **b,
+    )
     _flag(
         run,
         "--graceful-shutdown-timeout",
@@ -181,14 +250,50 @@ def parser() -> argparse.ArgumentParser:
         default=str(defaults.runner_dir),
         help="where per-CR private data dirs and artifacts live",
     )
-    _flag(run, "--log-format", "--zap-encoder", default="json", choices=["json", "console"])
-    _flag(run, "--zap-devel", default=False, help="console logs at debug level", **b)
     _flag(
         run,
-        "--log-level",
+        "--zap-encoder",
+        "--log-format",
+        dest="log_format",
+        type=str.lower,
+        default=None,
+        choices=["json", "console"],
+        help="log line encoding (default json; console with --zap-devel)",
+    )
+    _flag(
+        run,
+        "--zap-devel",
+        default=False,
+        help="development defaults: console encoding, debug level, stack traces from warnings",
+        **b,
+    )
+    _flag(
+        run,
         "--zap-log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
+        "--log-level",
+        dest="log_level",
+        type=_zap(logs.zap_level),
+        default=None,
+        metavar="LEVEL",
+        help="debug, info, error, panic, or an integer > 0 (1 is debug; 2 and up, "
+        "more verbose still) (default info; debug with --zap-devel)",
+    )
+    _flag(
+        run,
+        "--zap-stacktrace-level",
+        type=_zap(logs.zap_stacktrace_level),
+        default=None,
+        metavar="LEVEL",
+        help="info, error or panic: lines at or above it carry a stack trace "
+        "(default none; warnings and up with --zap-devel)",
+    )
+    _flag(
+        run,
+        "--zap-time-encoding",
+        type=_time_encoding,
+        default=settings_mod.TimeEncoding.ISO8601,
+        metavar="ENCODING",
+        help="epoch, millis, nano, iso8601, rfc3339 or rfc3339nano (default iso8601)",
     )
     _flag(
         run,
@@ -207,10 +312,84 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+#: Deprecated and current names of one setting: ansible-operator refuses both at once.
+_EXCLUSIVE = (
+    ("--leader-elect", "--enable-leader-election"),
+    ("--metrics-bind-address", "--metrics-addr"),
+)
+
+
+#: The flags behind each setting a ``--config`` file can hold.
+_FLAGS_OF = {
+    "health_probe_bind_address": ("--health-probe-bind-address",),
+    "metrics_bind_address": ("--metrics-bind-address", "--metrics-addr"),
+    "leader_elect": ("--leader-elect", "--enable-leader-election"),
+    "leader_election_id": ("--leader-election-id",),
+    "leader_election_namespace": ("--leader-election-namespace",),
+    "lease_duration": ("--leader-elect-lease-duration", "--lease-duration"),
+    "renew_deadline": ("--leader-elect-renew-deadline", "--renew-deadline"),
+    "graceful_shutdown_timeout": ("--graceful-shutdown-timeout",),
+}
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line; ``args.given`` holds the ``run`` flags given explicitly
+    (what a ``--config`` file may not override)."""
+    top = parser()
+    args = top.parse_args(argv)
+    run = next(
+        choices["run"]
+        for action in top._actions
+        if isinstance(choices := getattr(action, "choices", None), dict) and "run" in choices
+    )
+    known = {name for action in run._actions for name in action.option_strings}
+    tokens = sys.argv[1:] if argv is None else list(argv)
+    args.given = frozenset(
+        token.split("=", 1)[0] for token in tokens if token.split("=", 1)[0] in known
+    )
+    return args
+
+
+def log_options(
+    args: argparse.Namespace,
+) -> tuple[settings_mod.LogFormat, int, settings_mod.TimeEncoding, int | None]:
+    """Encoding, level, time encoding and stack-trace level; ``--zap-devel`` only changes
+    the defaults of the others, as in controller-runtime."""
+    devel = bool(args.zap_devel)
+    fmt = settings_mod.LogFormat(args.log_format or ("console" if devel else "json"))
+    level = (
+        args.log_level if args.log_level is not None else logging.DEBUG if devel else logging.INFO
+    )
+    stack = args.zap_stacktrace_level
+    if stack is None and devel:
+        stack = logging.WARNING
+    return fmt, level, args.zap_time_encoding, stack
+
+
 def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> settings_mod.Settings:
+    given: frozenset[str] = getattr(args, "given", frozenset())
+    for names in _EXCLUSIVE:
+        if set(names) <= given:
+            raise errors.ConfigError(f"only one of {' and '.join(names)} may be set")
+    if args.config:
+        for dest, value in settings_mod.manager_config(Path(args.config), log=log).items():
+            flags = _FLAGS_OF.get(dest, ())
+            if not given & set(flags):  # a flag on the command line wins over the file
+                setattr(args, dest, value)
     if args.metrics_require_rbac and not args.metrics_secure:
         # A scraper's bearer token must never cross the network in clear text.
         raise errors.ConfigError("--metrics-require-rbac needs --metrics-secure")
+    inventory = environ.get("ANSIBLE_INVENTORY", "")
+    for source in (s.strip() for s in inventory.split(",")):
+        if source and not Path(source).exists():
+            raise errors.ConfigError(f"$ANSIBLE_INVENTORY: no such file or directory: {source}")
+    debug_logs = settings_mod.parse_bool(environ.get("ANSIBLE_DEBUG_LOGS", "false"))
+    if debug_logs is None:
+        log.info(
+            "Could not parse environment variable as an boolean; using default value",
+            extra={"envVar": "ANSIBLE_DEBUG_LOGS", "default": False},
+        )
+    fmt, level, time_encoding, stacktrace_level = log_options(args)
     watches_file = Path(args.watches_file)
     roles_path = tuple(
         p
@@ -235,14 +414,17 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         watches_file=watches_file,
         watches=tuple(loaded),
         kubeconfig=args.kubeconfig,
-        watch_namespaces=settings_mod.parse_namespaces(environ.get("WATCH_NAMESPACE", "")),
+        watch_namespaces=settings_mod.parse_namespaces(
+            environ.get("WATCH_NAMESPACE", getattr(args, "cache_namespace", ""))
+        ),
         reconcile_period=args.reconcile_period,
         max_concurrent_reconciles=args.max_concurrent_reconciles,
         ansible_verbosity=args.ansible_verbosity,
         ansible_args=args.ansible_args,
         ansible_roles_path=roles_path,
         ansible_collections_path=collections_path,
-        ansible_log_events=settings_mod.LogEvents(args.ansible_log_events),
+        ansible_log_events=args.ansible_log_events,
+        ansible_debug_logs=bool(debug_logs),
         inject_owner_ref=args.inject_owner_ref,
         cache_reads=args.cache_reads,
         proxy_port=args.proxy_port,
@@ -257,12 +439,13 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         leader_election_namespace=args.leader_election_namespace,
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
+        retry_period=getattr(args, "retry_period", settings_mod.Settings.retry_period),
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         runner_dir=Path(args.runner_dir),
-        log_format=settings_mod.LogFormat.CONSOLE
-        if args.zap_devel
-        else settings_mod.LogFormat(args.log_format),
-        log_level="debug" if args.zap_devel else args.log_level,
+        log_format=fmt,
+        log_level=level,
+        log_time_encoding=time_encoding,
+        log_stacktrace_level=stacktrace_level,
         backoff_base=args.backoff_base,
         backoff_max=args.backoff_max,
         environ=environ,
@@ -270,17 +453,13 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parse(argv)
     if args.command != "run":
         parser().print_help()
         return 2
     environ = dict(os.environ)
-    fmt = (
-        settings_mod.LogFormat.CONSOLE
-        if args.zap_devel
-        else settings_mod.LogFormat(args.log_format)
-    )
-    logs.setup(fmt=fmt, level="debug" if args.zap_devel else args.log_level)
+    fmt, level, time_encoding, stacktrace_level = log_options(args)
+    logs.setup(fmt=fmt, level=level, time_encoding=time_encoding, stacktrace_level=stacktrace_level)
     try:
         settings = build_settings(args, environ=environ)
     except errors.ConfigError as exc:
@@ -290,7 +469,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from runner import manager  # noqa: PLC0415 - late: --version and config errors stay fast
 
     try:
-        return manager.Manager(settings).run()
+        with settings_mod.claim_runner_dir(settings.runner_dir) as runner_dir:
+            if runner_dir != settings.runner_dir:
+                log.warning(
+                    "runner directory in use by another runner process; using a directory "
+                    "of its own",
+                    extra={"wanted": str(settings.runner_dir), "using": str(runner_dir)},
+                )
+            settings = dataclasses.replace(settings, runner_dir=runner_dir)
+            return manager.Manager(settings).run()
     except errors.ConfigError as exc:
         print(f"playbook-operator: invalid configuration: {exc}", file=sys.stderr)
         return 2

@@ -3,6 +3,12 @@
 Every reconcile binds its identity (reconcile id, kind, namespace, name) with
 :func:`bind`, so each line a reconcile or its Ansible run emits can be traced
 back to the custom resource. Extra fields are passed with ``extra={...}``.
+
+The knobs are controller-runtime's zap flags, as ansible-operator takes them
+(:func:`zap_level`, :func:`zap_stacktrace_level`, ``--zap-time-encoding``). Blocks
+of raw Ansible output (the PLAY RECAP after each run, the whole output with
+``ANSIBLE_DEBUG_LOGS``) go to standard output as ansible-operator prints them
+(:func:`print_block`); log lines go to standard error.
 """
 
 from __future__ import annotations
@@ -10,11 +16,24 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import traceback
 from collections.abc import Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
 from runner import settings as settings_mod
+
+#: zap's level names (``--zap-log-level``); ``warn``/``warning`` are ours besides.
+_ZAP_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "panic": logging.CRITICAL,
+}
+#: zap's ``--zap-stacktrace-level`` names.
+_STACKTRACE_LEVELS = {"info": logging.INFO, "error": logging.ERROR, "panic": logging.CRITICAL}
 
 # Attributes every LogRecord has; anything else on a record came from `extra`.
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
@@ -35,42 +54,158 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
     return found
 
 
-class JsonFormatter(logging.Formatter):
+def zap_level(text: str) -> int:
+    """A ``--zap-log-level`` value as a logging level.
+
+    zap's names (``debug``, ``info``, ``error``, ``panic``; ``warning`` too), or an
+    integer > 0: the logr verbosity, where 1 is ``debug`` and each step above is
+    one level more verbose than the last (2 adds the HTTP client's connection
+    lines, see :func:`setup`).
+    """
+    named = _ZAP_LEVELS.get(text.lower())
+    if named is not None:
+        return named
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise ValueError(
+            f"invalid log level {text!r}: one of debug, info, error, panic, or an integer > 0"
+        )
+    return max(1, logging.DEBUG + 1 - number)
+
+
+def zap_stacktrace_level(text: str) -> int:
+    """A ``--zap-stacktrace-level`` value (``info``, ``error`` or ``panic``) as a logging level."""
+    level = _STACKTRACE_LEVELS.get(text.lower())
+    if level is None:
+        raise ValueError(f"invalid stacktrace level {text!r}: one of info, error, panic")
+    return level
+
+
+def level_name(levelno: int) -> str:
+    """zap's name for a level (``warn``, ``panic``; ``Level(-2)`` for verbosity 2)."""
+    if levelno < logging.DEBUG:
+        return f"Level(-{logging.DEBUG + 1 - levelno})"
+    if levelno >= logging.CRITICAL:
+        return "panic"
+    if levelno >= logging.WARNING and levelno < logging.ERROR:
+        return "warn"
+    return logging.getLevelName(levelno).lower()
+
+
+def _stamp(created: float, encoding: settings_mod.TimeEncoding) -> float | int | str:
+    """``created`` (seconds since 1970) as zap's time encoders write it, in UTC."""
+    enc = settings_mod.TimeEncoding
+    if encoding is enc.EPOCH:
+        return created
+    if encoding is enc.MILLIS:
+        return created * 1000.0
+    if encoding is enc.NANO:
+        return int(created * 1_000_000_000)
+    moment = datetime.fromtimestamp(created, UTC)
+    if encoding is enc.RFC3339:
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if encoding is enc.RFC3339NANO:
+        fraction = f"{moment.microsecond:06d}".rstrip("0")
+        return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+class _Formatter(logging.Formatter):
+    def __init__(
+        self,
+        *,
+        time_encoding: settings_mod.TimeEncoding = settings_mod.TimeEncoding.ISO8601,
+        stacktrace_level: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.time_encoding = time_encoding
+        self.stacktrace_level = stacktrace_level
+
+    def stacktrace(self, record: logging.LogRecord) -> str | None:
+        """Where the line was logged from, as zap's ``stacktrace`` field (see
+        ``--zap-stacktrace-level``): the caller's stack, without logging's own frames."""
+        if self.stacktrace_level is None or record.levelno < self.stacktrace_level:
+            return None
+        frames = [
+            frame
+            for frame in traceback.extract_stack()
+            if "/logging/" not in frame.filename and frame.filename != __file__
+        ]
+        return "".join(traceback.format_list(frames)).rstrip()
+
+
+class JsonFormatter(_Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
+            "ts": _stamp(record.created, self.time_encoding),
+            "level": level_name(record.levelno),
             "logger": record.name,
             "msg": record.getMessage(),
         }
         line.update(_fields(record))
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
+        stack = self.stacktrace(record)
+        if stack is not None:
+            line["stacktrace"] = stack
         return json.dumps(line, default=str)
 
 
-class ConsoleFormatter(logging.Formatter):
+class ConsoleFormatter(_Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        stamp = datetime.fromtimestamp(record.created, UTC).strftime("%H:%M:%S.%f")[:-3]
+        stamp: float | int | str = datetime.fromtimestamp(record.created, UTC).strftime(
+            "%H:%M:%S.%f"
+        )[:-3]
+        if self.time_encoding is not settings_mod.TimeEncoding.ISO8601:
+            stamp = _stamp(record.created, self.time_encoding)
         extras = " ".join(f"{k}={v}" for k, v in _fields(record).items())
-        text = f"{stamp} {record.levelname:<5} {record.name}: {record.getMessage()}"
+        level = level_name(record.levelno).upper()
+        text = f"{stamp} {level:<5} {record.name}: {record.getMessage()}"
         if extras:
             text += f"  {extras}"
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
+        stack = self.stacktrace(record)
+        if stack is not None:
+            text += "\n" + stack
         return text
 
 
-def setup(*, fmt: settings_mod.LogFormat, level: str) -> None:
+def setup(
+    *,
+    fmt: settings_mod.LogFormat,
+    level: int,
+    time_encoding: settings_mod.TimeEncoding = settings_mod.TimeEncoding.ISO8601,
+    stacktrace_level: int | None = None,
+) -> None:
+    """Send log lines to standard error in ``fmt``, from ``level`` up (see :func:`zap_level`)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter() if fmt is settings_mod.LogFormat.JSON else ConsoleFormatter()
-    )
+    kind = JsonFormatter if fmt is settings_mod.LogFormat.JSON else ConsoleFormatter
+    handler.setFormatter(kind(time_encoding=time_encoding, stacktrace_level=stacktrace_level))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    # urllib3 logs every retry/connection at DEBUG; it is noise for operator authors.
-    logging.getLogger("urllib3").setLevel(logging.WARNING)
+    root.setLevel(level)
+    # urllib3 logs every connection at DEBUG: noise for operator authors at ``debug``,
+    # shown from the next verbosity step (``--zap-log-level=2``) on.
+    logging.getLogger("urllib3").setLevel(logging.WARNING if level >= logging.DEBUG else level)
+
+
+def print_block(*, title: str, text: str) -> None:
+    """Print raw Ansible output framed as ansible-operator does, on standard output.
+
+    One write per block, so blocks of runs finishing at once never interleave.
+    """
+    sys.stdout.write(f"\n----- {title:>70} -----\n\n{text}\n\n----------\n")
+    sys.stdout.flush()
+
+
+def play_recap(output: str) -> str:
+    """The PLAY RECAP at the end of a run's output ("" if the run never got there)."""
+    start = output.rfind("PLAY RECAP")
+    return output[start:].rstrip() if start >= 0 else ""
 
 
 class BoundLogger(logging.LoggerAdapter[logging.Logger]):

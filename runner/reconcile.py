@@ -209,6 +209,7 @@ class Reconciler:
                 obj, lambda c: status.mark_running(c, now=_now()), current=obj
             )
         result = self._run_ansible(obj, log=log, finalizing=finalizing, annotations=annotations)
+        self._report_run(result, meta=meta, log=log)
 
         if manage and not (finalizing and not result.failed):
             # From what the Running write returned: unless the role wrote status
@@ -343,15 +344,39 @@ class Reconciler:
         )
 
     def _private_dir(self, meta: Mapping[str, str]) -> Path:
+        """ansible-operator's layout, ``<runner-dir>/<group>/<version>/<kind>/<namespace>/<name>``,
+        where an empty group (core kinds) or namespace (cluster-scoped objects) is no
+        directory at all: a Secret's is ``<runner-dir>/v1/Secret/<namespace>/<name>``."""
         gvk = self.gvk
-        return (
-            self._settings.runner_dir
-            / (gvk.group or "core")
-            / gvk.version
-            / gvk.kind
-            / (meta.get("namespace") or "_cluster")
-            / meta["name"]
-        )
+        parts = (gvk.group, gvk.version, gvk.kind, meta.get("namespace") or "", meta["name"])
+        return self._settings.runner_dir.joinpath(*(part for part in parts if part))
+
+    def _report_run(
+        self,
+        result: ansible_runner.RunResult,
+        *,
+        meta: Mapping[str, str],
+        log: logs.BoundLogger,
+    ) -> None:
+        """Log and print a finished run as ansible-operator does, for the habits and alerts
+        built on its output: ``Ansible-runner exited successfully``, or an error line whose
+        message is Ansible's output and whose ``error`` is the exit status; then, on
+        standard output, the PLAY RECAP, and with ``ANSIBLE_DEBUG_LOGS`` the whole output."""
+        try:
+            output = (result.artifact_dir / "stdout").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            output = ""
+        if result.rc == 0:
+            log.info("Ansible-runner exited successfully")
+        else:
+            error = f"exit status {result.rc}" if result.rc is not None else result.status
+            log.error(output.strip() or result.output_tail or result.status, extra={"error": error})
+        about = f"{self.gvk}, {meta['name']}/{meta.get('namespace') or ''}"
+        recap = logs.play_recap(output)
+        if recap:
+            logs.print_block(title=f"Ansible Task Status Event StdOut ({about})", text=recap)
+        if self._settings.ansible_debug_logs and output.strip():
+            logs.print_block(title=f"Ansible Debug Result ({about})", text=output.strip())
 
     def _reconcile_period(self, annotations: Mapping[str, str]) -> float:
         value = annotations.get(settings_mod.RECONCILE_PERIOD_ANNOTATION)

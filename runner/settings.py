@@ -8,11 +8,16 @@ on the settings so every stage sees the same, validated configuration.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+
+import yaml
 
 from runner import errors, watches
 from runner.kube.types import GVK
@@ -21,11 +26,25 @@ DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # operator-sdk PR #5781: 10h
 VERBOSITY_ANNOTATION = "ansible.sdk.operatorframework.io/verbosity"
 RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 MAX_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"
+#: ansible-operator's runner directory: private data dirs and artifacts of every run.
+DEFAULT_RUNNER_DIR = Path("/tmp/ansible-operator/runner")
+_RUNNER_DIR_LOCK = ".playbook-operator.lock"
 
 
 class LogFormat(Enum):
     JSON = "json"
     CONSOLE = "console"
+
+
+class TimeEncoding(Enum):
+    """How log lines stamp their time: zap's ``--zap-time-encoding`` values."""
+
+    EPOCH = "epoch"  # seconds since 1970, a float
+    MILLIS = "millis"  # milliseconds since 1970, a float
+    NANO = "nano"  # nanoseconds since 1970, an integer
+    ISO8601 = "iso8601"  # 2006-01-02T15:04:05.000Z
+    RFC3339 = "rfc3339"  # 2006-01-02T15:04:05Z
+    RFC3339NANO = "rfc3339nano"  # 2006-01-02T15:04:05.999999999Z
 
 
 class LogEvents(Enum):
@@ -65,9 +84,12 @@ class Settings:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     graceful_shutdown_timeout: float = 30.0
-    runner_dir: Path = Path("/tmp/playbook-operator/runner")
+    runner_dir: Path = DEFAULT_RUNNER_DIR
     log_format: LogFormat = LogFormat.JSON
-    log_level: str = "info"
+    log_level: int = logging.INFO  # a logging level; below DEBUG: zap's integer levels > 1
+    log_time_encoding: TimeEncoding = TimeEncoding.ISO8601
+    log_stacktrace_level: int | None = None  # records at or above it carry a stack trace
+    ansible_debug_logs: bool = False  # ANSIBLE_DEBUG_LOGS: print each run's whole output
     backoff_base: float = 1.0
     backoff_max: float = 300.0
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -113,3 +135,120 @@ def env_suffix(gvk: GVK) -> str:
 def parse_namespaces(value: str) -> tuple[str, ...]:
     """WATCH_NAMESPACE: empty means all namespaces; a comma list means several."""
     return tuple(sorted({part.strip() for part in value.split(",") if part.strip()}))
+
+
+#: A ControllerManagerConfig key path → the setting it gives (controller-runtime v1alpha1).
+_MANAGER_CONFIG = {
+    ("health", "healthProbeBindAddress"): "health_probe_bind_address",
+    ("metrics", "bindAddress"): "metrics_bind_address",
+    ("leaderElection", "leaderElect"): "leader_elect",
+    ("leaderElection", "resourceName"): "leader_election_id",
+    ("leaderElection", "resourceNamespace"): "leader_election_namespace",
+    ("leaderElection", "leaseDuration"): "lease_duration",
+    ("leaderElection", "renewDeadline"): "renew_deadline",
+    ("leaderElection", "retryPeriod"): "retry_period",
+    ("gracefulShutDown", "timeout"): "graceful_shutdown_timeout",
+    ("cacheNamespace",): "cache_namespace",
+}
+_DURATIONS = frozenset(
+    {"lease_duration", "renew_deadline", "retry_period", "graceful_shutdown_timeout"}
+)
+#: Known keys that change nothing here: the lock is always a Lease; informers never resync.
+_MANAGER_CONFIG_IGNORED = frozenset(
+    {("apiVersion",), ("kind",), ("leaderElection", "resourceLock"), ("syncPeriod",)}
+)
+
+
+def manager_config(path: Path, *, log: logging.Logger) -> dict[str, object]:
+    """The settings a ``--config`` file (controller-runtime's ControllerManagerConfig, as
+    ansible-operator reads it) gives, by setting name. Webhook options stop the runner,
+    as they stop ansible-operator; other keys are reported and ignored."""
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise errors.ConfigError(f"--config={path}: {exc}") from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise errors.ConfigError(f"--config={path}: expected a mapping")
+    found: dict[str, object] = {}
+    ignored: list[str] = []
+
+    def walk(node: Mapping[str, object], prefix: tuple[str, ...]) -> None:
+        for key, value in node.items():
+            where = (*prefix, str(key))
+            if where[0] == "webhook" and value not in (None, {}, "", 0):
+                raise errors.ConfigError(
+                    f"--config={path}: webhook options are not supported (ansible-operator "
+                    f"refuses them too): {'.'.join(where)}"
+                )
+            name = _MANAGER_CONFIG.get(where)
+            if name is not None:
+                found[name] = _config_value(path, where, name, value)
+            elif isinstance(value, Mapping) and where[0] != "webhook":
+                walk(value, where)
+            elif where not in _MANAGER_CONFIG_IGNORED and where[0] != "webhook":
+                ignored.append(".".join(where))
+
+    walk(loaded, ())
+    if ignored:
+        log.warning("manager config keys ignored", extra={"config": str(path), "keys": ignored})
+    return found
+
+
+def _config_value(path: Path, where: tuple[str, ...], name: str, value: object) -> object:
+    field_name = ".".join(where)
+    if name in _DURATIONS:
+        try:
+            return watches.parse_duration(str(value))
+        except ValueError as exc:
+            raise errors.ConfigError(f"--config={path}: {field_name}: {exc}") from exc
+    if name == "leader_elect":
+        if not isinstance(value, bool):
+            raise errors.ConfigError(f"--config={path}: {field_name}: expected true or false")
+        return value
+    if not isinstance(value, str):
+        raise errors.ConfigError(f"--config={path}: {field_name}: expected a string")
+    return value
+
+
+def parse_bool(value: str) -> bool | None:
+    """Go's ``strconv.ParseBool`` (how ansible-operator reads ``ANSIBLE_DEBUG_LOGS``);
+    None when ``value`` is none of its spellings."""
+    if value in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if value in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    return None
+
+
+@contextlib.contextmanager
+def claim_runner_dir(wanted: Path) -> Iterator[Path]:
+    """The runner directory this process uses, held for as long as the context is open.
+
+    ``wanted`` is taken with an exclusive ``flock`` on a lock file inside it. Another
+    live runner process already holding it (same ``--runner-dir``, e.g. the default
+    one) would otherwise share private data dirs with this one and overwrite its
+    extra vars and artifacts mid-run; this process then gets its own directory,
+    ``<wanted>-<pid>``, beside it. The kernel drops the lock when the process ends,
+    however it ends, so a crashed runner never blocks the next one.
+    """
+    for candidate in (wanted, wanted.with_name(f"{wanted.name}-{os.getpid()}")):
+        try:
+            candidate.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(candidate / _RUNNER_DIR_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise errors.ConfigError(f"--runner-dir={wanted}: cannot use it: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            yield candidate
+        finally:
+            os.close(fd)  # releases the lock
+        return
+    raise errors.ConfigError(f"--runner-dir={wanted}: no free runner directory")  # unreachable

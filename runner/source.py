@@ -9,6 +9,11 @@ deletions that happened while it was disconnected — so no change is lost.
 
 Events go to a handler (the controller's enqueue, after predicates). The store
 doubles as a read cache for reconciles.
+
+Errors the API server answers while it gets ready are retried quietly (debug):
+a kind whose CRD was just created is first not served (404), then refused with
+429 "storage is (re)initializing" for a moment. Only when an error outlasts a
+few retries (:data:`QUIET_RETRIES`), or is of another kind, is it a warning.
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ Handler = Callable[[Event], None]
 WATCH_TIMEOUT_SECONDS = 300  # server closes the stream after this; we resume from rv
 BACKOFF_START = 0.2
 BACKOFF_MAX = 10.0
+#: Consecutive transient errors retried at debug level before they are warnings (~6 s).
+QUIET_RETRIES = 5
+#: Answers that mean "not yet", not "wrong": too many requests / storage initializing,
+#: server busy, and (before the first list succeeded) a kind not served yet.
+_TRANSIENT = frozenset({429, 503, 504})
 
 
 class Informer:
@@ -65,6 +75,7 @@ class Informer:
     def run(self, stop: threading.Event) -> None:
         """Thread body: list, watch, resume, relist; never raises."""
         delay = BACKOFF_START
+        quiet = 0  # consecutive transient errors so far
         while not stop.is_set():
             try:
                 if not self._resource_version:
@@ -72,13 +83,18 @@ class Informer:
                 for event in self._watch():
                     if stop.is_set():
                         return
+                    quiet = 0
                     self._apply(event)
                 delay = BACKOFF_START  # a clean server-side timeout: resume at once
+                quiet = 0
             except kube_errors.GoneError:
                 self._log.info("watch expired, relisting", extra=self._ident())
                 self._resource_version = ""
             except (kube_errors.KubeError, ValueError) as exc:
-                self._log.warning(
+                quiet = quiet + 1 if self._transient(exc) else QUIET_RETRIES + 1
+                level = logging.DEBUG if quiet <= QUIET_RETRIES else logging.WARNING
+                self._log.log(
+                    level,
                     "watch interrupted, reconnecting",
                     extra={**self._ident(), "error": str(exc), "retry_in": round(delay, 2)},
                 )
@@ -88,6 +104,13 @@ class Informer:
                 self._log.exception("watch loop error", extra=self._ident())
                 stop.wait(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
+
+    def _transient(self, exc: Exception) -> bool:
+        if not isinstance(exc, kube_errors.ApiError):
+            return False
+        if exc.status == 404:  # a CRD just created is served a moment later
+            return not self.synced.is_set()
+        return exc.status in _TRANSIENT
 
     def _ident(self) -> dict[str, str]:
         return {"resource": self.resource.plural, "namespace": self.namespace or "*"}

@@ -187,6 +187,31 @@ class AnsibleRunner:
         env = self._environment(spec)
 
         inventory = spec.inventory
+        user_inventory = [
+            Path(source.strip()).resolve()
+            for source in {**os.environ, **env}.get("ANSIBLE_INVENTORY", "").split(",")
+            if source.strip()
+        ]
+        if inventory is None and user_inventory:
+            # ansible-operator's habit: $ANSIBLE_INVENTORY (files or directories, with
+            # their group_vars/host_vars) is copied into the run's inventory, freshly for
+            # each run so nothing of an earlier run's inventory lingers. Without a
+            # definition of localhost there, Ansible's implicit localhost (local
+            # connection, this Python) serves role plays, outside the group "all".
+            inventory = pdd / "inventory"
+            shutil.rmtree(inventory)
+            inventory.mkdir(mode=0o700)
+            for source in user_inventory:
+                if source.is_dir():
+                    shutil.copytree(source, inventory, dirs_exist_ok=True)
+                    continue
+                name = "hosts" if len(user_inventory) == 1 else source.name
+                shutil.copy2(source, inventory / name)
+                for beside in ("group_vars", "host_vars"):  # read beside a file, as Ansible does
+                    if (source.parent / beside).is_dir():
+                        shutil.copytree(
+                            source.parent / beside, inventory / beside, dirs_exist_ok=True
+                        )
         if inventory is None:
             inventory = pdd / "inventory" / "hosts"
             python = shlex.quote(self._python)
@@ -237,6 +262,9 @@ class AnsibleRunner:
             _split(seen.get("ANSIBLE_COLLECTIONS_PATH")),
             _split(seen.get("ANSIBLE_COLLECTIONS_PATHS")),
             [os.path.expanduser(p) for p in DEFAULT_COLLECTIONS_PATH],
+            # operator_sdk.util for roles written for ansible-operator: last, so that an
+            # installed copy (requirements.yml) is the one used wherever there is one.
+            [str(COLLECTION_DIR / "compat")],
         )
         if spec.roles_path:
             env["ANSIBLE_ROLES_PATH"] = _join_paths(

@@ -1,0 +1,101 @@
+"""Artifacts where ansible-operator users look for them, and never shared by two runners.
+
+The default runner directory is ansible-operator's, with its layout:
+``<runner-dir>/<group>/<version>/<kind>/<namespace>/<name>/artifacts/latest``, no
+group directory for core kinds and no namespace directory for cluster-scoped
+objects. A second runner process on the same directory gets one of its own.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runner.kube.client import Client
+from runner.kube.types import GVK
+from tests.compat.conftest import Start, logged_lines
+from tests.helpers import unique_name
+from tests.runner.harness import OperatorProcess
+from tests.runner.support import PROBE, probe, probe_watches
+
+SECRET = GVK("", "v1", "Secret")
+IN_USE = "runner directory in use by another runner process; using a directory of its own"
+#: ansible-operator's runner directory (internal/ansible/runner/runner.go).
+DEFAULT_RUNNER_DIR = Path("/tmp/ansible-operator/runner")
+
+
+def runner_dir_of(proc: OperatorProcess) -> Path:
+    """The directory the process runs in: the default unless another runner held it."""
+    moved = logged_lines(proc, IN_USE)
+    return Path(moved[0]["using"]) if moved else DEFAULT_RUNNER_DIR
+
+
+def latest_stdout(private_dir: Path) -> Path:
+    return private_dir / "artifacts" / "latest" / "stdout"
+
+
+@pytest.fixture
+def knob_name(kube: Client, knob_crd: GVK) -> Iterator[str]:
+    name = unique_name("knob")
+    yield name
+    kube.delete(knob_crd, name=name)
+
+
+def test_default_runner_dir_has_ansible_operators_layout(
+    kube: Client, namespace: str, operators: Start, knob_crd: GVK, knob_name: str
+) -> None:
+    watches = (
+        probe_watches()
+        + "- {version: v1, group: '', kind: Secret, role: quiet, manageStatus: false}\n"
+        + f"- {{version: v1, group: {knob_crd.group}, kind: Knob, role: quiet, "
+        + "manageStatus: false}\n"
+    )
+    operator = operators(watches, default_runner_dir=True)
+    root = runner_dir_of(operator)
+    expected = {
+        "namespaced custom resource": root / PROBE.group / "v1" / "Probe" / namespace / "p",
+        "core kind (no group directory)": root / "v1" / "Secret" / namespace / "s",
+        "cluster-scoped object (no namespace directory)": (
+            root / knob_crd.group / "v1" / "Knob" / knob_name
+        ),
+    }
+    try:
+        assert root.parent == DEFAULT_RUNNER_DIR.parent, root
+        kube.create(PROBE, probe("p", namespace, {}), namespace=namespace)
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+        kube.create(SECRET, secret, namespace=namespace)
+        knob = {"apiVersion": knob_crd.api_version, "kind": "Knob", "metadata": {"name": knob_name}}
+        kube.create(knob_crd, knob)
+        for what, private_dir in expected.items():
+            stdout = latest_stdout(private_dir)
+            operator.eventually(
+                stdout.is_file, describe=f"artifacts of the {what} at {stdout}", timeout=90
+            )
+    finally:
+        for private_dir in expected.values():
+            # The namespace directory too, where there is one: it is the test's own.
+            mine = private_dir.parent if namespace == private_dir.parent.name else private_dir
+            shutil.rmtree(mine, ignore_errors=True)
+
+
+def test_two_runners_never_share_a_runner_dir(
+    kube: Client, namespace: str, operators: Start, tmp_path: Path
+) -> None:
+    shared = tmp_path / "runner"
+    first = operators(probe_watches(), runner_dir=shared)
+    second = operators(probe_watches(), runner_dir=shared)
+    moved = logged_lines(second, IN_USE)
+    assert moved and moved[0]["wanted"] == str(shared), (
+        f"expected the second runner to say {shared} is in use; its log:\n{second.tail()}"
+    )
+    own = Path(moved[0]["using"])
+    assert own != shared and own.parent == shared.parent, f"second runner uses {own}"
+    assert not logged_lines(first, IN_USE), f"the first runner moved:\n{first.tail()}"
+
+    kube.create(PROBE, probe("both", namespace, {}), namespace=namespace)
+    for proc, root in ((first, shared), (second, own)):
+        stdout = latest_stdout(root / PROBE.group / "v1" / "Probe" / namespace / "both")
+        proc.eventually(stdout.is_file, describe=f"its own artifacts at {stdout}", timeout=90)
