@@ -15,6 +15,12 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
+# The same project on ansible-core 2.18 (operator-sdk's images), pinned by a constraints
+# file; `make test-ansible-2.18` runs the Ansible-layer and runner tests in it.
+VENV_ANSIBLE_218 ?= .venv-ansible-2.18
+# `make docker-build ANSIBLE_CORE=2.18`: the image's ansible-core line (default 2.19).
+ANSIBLE_CORE ?=
+
 # The embedded cluster writes its admin kubeconfig here (a contract: docs and tests use it).
 CLUSTER_KUBECONFIG := $(CURDIR)/.cluster/kubeconfig
 KUBECTL = $(shell $(PY) -m devcluster which kubectl)
@@ -43,6 +49,12 @@ $(VENV)/.installed: pyproject.toml
 .PHONY: venv
 venv: $(VENV)/.installed ## Create .venv/ with the runner and its dev tools.
 
+$(VENV_ANSIBLE_218)/.installed: pyproject.toml hack/constraints/ansible-2.18.txt
+	python3 -m venv $(VENV_ANSIBLE_218)
+	$(VENV_ANSIBLE_218)/bin/pip install --quiet --upgrade pip
+	$(VENV_ANSIBLE_218)/bin/pip install --quiet -c hack/constraints/ansible-2.18.txt -e '.[dev]'
+	touch $@
+
 ##@ Development
 
 .PHONY: check
@@ -63,10 +75,16 @@ fmt: venv ## Format the Python code.
 	$(BIN)/ruff check --fix .
 
 .PHONY: test
-test: venv cluster-up ## Lint, unit and integration tests, then the embedded molecule scenario (leaves the cluster up).
+test: venv cluster-up ## Lint, unit and integration tests (also on ansible-core 2.18), then the embedded molecule scenario (leaves the cluster up).
 	$(MAKE) --no-print-directory lint
 	KUBECONFIG= $(BIN)/pytest
+	$(MAKE) --no-print-directory test-ansible-2.18
 	$(MAKE) --no-print-directory molecule
+
+.PHONY: test-ansible-2.18
+test-ansible-2.18: $(VENV_ANSIBLE_218)/.installed cluster-up ## The Ansible-layer and runner tests on ansible-core 2.18 (in .venv-ansible-2.18/).
+	KUBECONFIG= PATH=$(CURDIR)/$(VENV_ANSIBLE_218)/bin:$$PATH PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=2.18 \
+		$(VENV_ANSIBLE_218)/bin/pytest tests/ansible tests/runner
 
 .PHONY: unit
 unit: venv ## Unit tests only (no cluster).
@@ -101,8 +119,8 @@ undeploy: venv ## Remove everything deploy created.
 	$(KUBECTL) delete -k config/default --ignore-not-found
 
 .PHONY: docker-build
-docker-build: ## Build the operator image IMG (needs a container engine).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+docker-build: ## Build the operator image IMG (needs a container engine; ANSIBLE_CORE=2.18 or 2.19).
+	$(CONTAINER_TOOL) build $(if $(ANSIBLE_CORE),--build-arg ANSIBLE_CORE=$(ANSIBLE_CORE) )-t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the operator image IMG.

@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import runner
@@ -31,6 +31,16 @@ def _bool(text: str) -> bool:
     if lowered in ("0", "f", "false", "no"):
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _warm_from(environ: Mapping[str, str]) -> bool:
+    value = environ.get(settings_mod.WARM_ENV, "")
+    if not value:
+        return True
+    try:
+        return _bool(value)
+    except argparse.ArgumentTypeError as exc:
+        raise errors.ConfigError(f"${settings_mod.WARM_ENV}: {exc}") from exc
 
 
 def _duration(text: str) -> float:
@@ -126,6 +136,16 @@ def parser() -> argparse.ArgumentParser:
     )
     _flag(
         run,
+        "--warm",
+        default=None,
+        help=(
+            "start ansible-playbook and Ansible modules by fork from pre-imported launchers "
+            f"(default true; ${settings_mod.WARM_ENV}=false turns it off)"
+        ),
+        **b,
+    )
+    _flag(
+        run,
         "--inject-owner-ref",
         default=defaults.inject_owner_ref,
         help="inject owner references into created objects",
@@ -143,7 +163,7 @@ def parser() -> argparse.ArgumentParser:
         "--proxy-port",
         type=int,
         default=defaults.proxy_port,
-        help="port of the owner-injecting API proxy (0: any free port)",
+        help="port of the owner-injecting API proxy on 127.0.0.1 (default 0: any free port)",
     )
     _flag(
         run,
@@ -427,6 +447,7 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         ansible_debug_logs=bool(debug_logs),
         inject_owner_ref=args.inject_owner_ref,
         cache_reads=args.cache_reads,
+        warm=args.warm if args.warm is not None else _warm_from(environ),
         proxy_port=args.proxy_port,
         metrics_bind_address=args.metrics_bind_address,
         metrics_secure=args.metrics_secure,

@@ -95,11 +95,25 @@ class Manager:
             return self.dependents.get(resource, namespace, name)
         return None
 
+    def _caches(self, gvk: GVK) -> bool:
+        """Whether an informer of the runner holds ``gvk`` (primary or dependent kind)."""
+        if gvk in self.primary_informers:
+            return True
+        return self.dependents is not None and self.dependents.caches(gvk)
+
     # -- assembly -------------------------------------------------------------
 
     def build(self) -> None:
         settings = self.settings
-        runner = ansible_runner.AnsibleRunner()
+        if settings.warm:
+            self.launchers = warm.Launchers()
+            launchers = self.launchers
+            self.metrics.add_launcher_metrics(
+                memory=launchers.memory_bytes,
+                running=launchers.running,
+                outcomes=lambda: dict(launchers.outcomes),
+            )
+        runner = ansible_runner.AnsibleRunner(launchers=self.launchers)
         events = recorder.Recorder(self.client)
         environment: reconcile.RunEnvironment
         if settings.inject_owner_ref:
@@ -109,6 +123,8 @@ class Manager:
                 inject_owner=True,
                 on_child=self._on_child,
                 cache=self._cached if settings.cache_reads else None,
+                caches=self._caches,
+                blacklists={w.gvk: w.blacklist for w in settings.watches},
             )
             environment = self.proxy
         else:

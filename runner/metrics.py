@@ -252,6 +252,40 @@ class Metrics:
 
         self.registry.register(_Collector())
 
+    def add_launcher_metrics(
+        self,
+        *,
+        memory: Callable[[], int],
+        running: Callable[[], int],
+        outcomes: Callable[[], dict[str, int]],
+    ) -> None:
+        """Warm launchers (runner.warm), read at scrape time."""
+
+        class _Collector:
+            def collect(self) -> Any:
+                rss = GaugeMetricFamily(
+                    "playbook_operator_warm_launcher_memory_bytes",
+                    "Resident memory of the warm launcher processes.",
+                )
+                rss.add_metric([], memory())
+                yield rss
+                live = GaugeMetricFamily(
+                    "playbook_operator_warm_launchers", "Warm launcher processes running."
+                )
+                live.add_metric([], running())
+                yield live
+                starts = CounterMetricFamily(
+                    "playbook_operator_ansible_starts",
+                    "ansible-playbook starts: warm (forked), cold (exec'd), "
+                    "lost (launcher died mid-run; run again cold).",
+                    labels=["mode"],
+                )
+                for mode, count in sorted(outcomes().items()):
+                    starts.add_metric([mode], count)
+                yield starts
+
+        self.registry.register(_Collector())
+
     # -- custom metrics from roles ------------------------------------------
 
     def apply_custom(self, payload: dict[str, Any]) -> None:

@@ -22,6 +22,8 @@ import yaml
 from runner import errors, watches
 from runner.kube.types import GVK
 
+#: Environment variable that turns warm execution off (``false``) unless the flag is given.
+WARM_ENV = "PLAYBOOK_OPERATOR_WARM"
 DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # operator-sdk PR #5781: 10h
 VERBOSITY_ANNOTATION = "ansible.sdk.operatorframework.io/verbosity"
 RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
@@ -70,7 +72,8 @@ class Settings:
     ansible_log_events: LogEvents = LogEvents.TASKS
     inject_owner_ref: bool = True
     cache_reads: bool = True  # serve roles' GETs of watched kinds from informer caches
-    proxy_port: int = 8888
+    warm: bool = True  # start ansible-playbook and modules from warm launchers (runner.warm)
+    proxy_port: int = 0  # any free port; each run's kubeconfig names it
     metrics_bind_address: str = ":8080"
     metrics_secure: bool = False  # HTTPS for /metrics
     metrics_require_rbac: bool = False  # TokenReview + SubjectAccessReview per scraper

@@ -13,6 +13,12 @@ replaces the SIGINT/SIGTERM handlers. ansible-runner's ``subprocess`` mode
 avoids all three, and streaming the child's stdout through our own pipe keeps
 events (and task logs) live instead of arriving after the run.
 
+With :class:`~runner.warm.Launchers` (warm execution, the default), the
+``ansible-playbook`` command line gets the warm client in front of it and the
+inventory names the warm module interpreter; everything else about the run is
+the same. How the run started is read back from ``artifacts/<ident>/launcher``,
+and a run whose launcher died mid-way is run again cold.
+
 Thread safety: runs on different private data dirs may proceed at once from
 several threads. Nothing here changes ``os.environ``, the working directory or
 signal handlers; the child gets its environment and cwd explicitly. Never run
@@ -31,7 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -39,7 +45,7 @@ from typing import Any
 import ansible_runner
 from ansible_runner.utils import OutputEventFilter
 
-from runner import errors
+from runner import errors, warm
 from runner.ansible import events
 from runner.ansible.events import FailedTask, LogEvents, Logger
 
@@ -52,6 +58,8 @@ DEFAULT_COLLECTIONS_PATH = ("~/.ansible/collections", "/usr/share/ansible/collec
 #: Lets the collection's modules import ``runner.kube`` when the package is not installed.
 LIB_ENV = "PLAYBOOK_OPERATOR_LIB"
 _LIB_DIR = Path(__file__).resolve().parent.parent.parent
+#: In a run's artifact dir: how ansible-playbook was started (warm, cold, lost: why).
+LAUNCHER_STATUS = "launcher"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,22 +145,37 @@ class AnsibleRunner:
         python: str = sys.executable,
         ansible_playbook: str | None = None,
         output_grace: float = 5.0,
+        launchers: warm.Launchers | None = None,
     ) -> None:
+        """``launchers``: start ``ansible-playbook`` and modules warm (:mod:`runner.warm`);
+        None starts both cold, as ansible-runner does."""
         self._python = python
         self._ansible_playbook = ansible_playbook or _find_ansible_playbook(python)
         self._output_grace = output_grace
+        self._launchers = launchers
 
     def run(self, spec: RunSpec, *, log: Logger) -> RunResult:
         """Run ``spec`` to the end. Raises :class:`~runner.errors.AnsibleLaunchError`
         when ansible-runner cannot start; a failing play is a ``RunResult``."""
+        return self._run(spec, log=log, launchers=self._launchers)
+
+    def _run(self, spec: RunSpec, *, log: Logger, launchers: warm.Launchers | None) -> RunResult:
         started = time.monotonic()
         tally = events.Tally(log=log, level=spec.log_events, verbosity=spec.verbosity)
         try:
-            config = self._config(spec)
+            config = self._config(spec, launchers=launchers)
         except (OSError, ValueError, ansible_runner.ConfigurationError) as exc:
             raise errors.AnsibleLaunchError(f"cannot prepare the Ansible run: {exc}") from exc
         artifact_dir = Path(config.artifact_dir)
         status, rc = self._execute(config, tally=tally, artifact_dir=artifact_dir, log=log)
+        if launchers is not None:
+            how, why = launchers.outcome(artifact_dir / LAUNCHER_STATUS)
+            if how == warm.LOST:
+                # The launcher died mid-run, taking the run with it: run it again, cold.
+                log.warning(
+                    "warm launcher lost the run; running it again cold", extra={"reason": why}
+                )
+                return self._run(replace(spec, ident=f"{spec.ident}-cold"), log=log, launchers=None)
         _rotate(artifact_dir.parent, keep=spec.rotate_artifacts, log=log)
         _link_latest(artifact_dir)
 
@@ -179,7 +202,7 @@ class AnsibleRunner:
 
     # -- the private data dir -------------------------------------------------
 
-    def _config(self, spec: RunSpec) -> Any:
+    def _config(self, spec: RunSpec, *, launchers: warm.Launchers | None) -> Any:
         pdd = spec.private_data_dir.resolve()
         for sub in ("env", "inventory", "project"):
             (pdd / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -214,7 +237,11 @@ class AnsibleRunner:
                         )
         if inventory is None:
             inventory = pdd / "inventory" / "hosts"
-            python = shlex.quote(self._python)
+            python = shlex.quote(
+                launchers.module_interpreter(env={**os.environ, **env}, cwd=str(pdd / "project"))
+                if launchers is not None
+                else self._python
+            )
             line = f"localhost ansible_connection=local ansible_python_interpreter={python}"
             _write_private(inventory, line + "\n")
         if spec.playbook is not None:
@@ -249,6 +276,13 @@ class AnsibleRunner:
         config.subprocess_timeout = spec.timeout
         if config.command and config.command[0] == "ansible-playbook":
             config.command[0] = self._ansible_playbook  # the operator's PATH may lack it
+        if launchers is not None:
+            config.command = launchers.program_command(
+                config.command,
+                env=config.env,
+                cwd=config.cwd,
+                status=Path(config.artifact_dir) / LAUNCHER_STATUS,
+            )
         return config
 
     def _environment(self, spec: RunSpec) -> dict[str, str]:
@@ -256,6 +290,10 @@ class AnsibleRunner:
         seen = {**os.environ, **env}
         if spec.gathering_explicit and "ANSIBLE_GATHERING" not in seen:
             env["ANSIBLE_GATHERING"] = "explicit"
+        if "ANSIBLE_PIPELINING" not in seen:
+            # Modules reach the local interpreter on stdin instead of through a temp
+            # file and three shell commands per task (mkdir, chmod, rm).
+            env["ANSIBLE_PIPELINING"] = "True"
         env["ANSIBLE_COLLECTIONS_PATH"] = _join_paths(
             [str(COLLECTION_DIR)],
             [str(p) for p in spec.collections_path],

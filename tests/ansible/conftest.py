@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from runner import warm
 from runner.ansible import runner as ansible_runner
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -59,9 +60,16 @@ def captured() -> Iterator[tuple[logging.Logger, Captured]]:
     logger.removeHandler(handler)
 
 
-@pytest.fixture(scope="session")
-def runner() -> ansible_runner.AnsibleRunner:
-    return ansible_runner.AnsibleRunner()
+@pytest.fixture(scope="session", params=["warm", "cold"])
+def runner(request: pytest.FixtureRequest) -> Iterator[ansible_runner.AnsibleRunner]:
+    """The Ansible stage as the runtime runs it (warm, the default) and cold: every test
+    of this package runs both ways."""
+    if request.param == "cold":
+        yield ansible_runner.AnsibleRunner()
+        return
+    launchers = warm.Launchers()
+    yield ansible_runner.AnsibleRunner(launchers=launchers)
+    launchers.close()
 
 
 class RunPlaybook(Protocol):

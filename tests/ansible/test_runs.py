@@ -247,6 +247,7 @@ class _MetricsAPI(BaseHTTPRequestHandler):
 
 
 def test_osdk_metric_posts_to_the_metrics_api(run_playbook: RunPlaybook) -> None:
+    _MetricsAPI.received = []
     server = HTTPServer(("127.0.0.1", 0), _MetricsAPI)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
