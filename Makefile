@@ -91,8 +91,13 @@ unit: venv ## Unit tests only (no cluster).
 	$(BIN)/pytest -m 'not integration'
 
 .PHONY: bench
-bench: venv cluster-binaries ## Benchmarks on the embedded cluster (prints figures).
-	$(PY) bench/reconcile.py
+bench: venv cluster-up ## Cold vs warm Ansible on the embedded cluster (BENCH_ARGS=--help for smaller runs).
+	$(PY) bench/reconcile.py $(BENCH_ARGS)
+
+.PHONY: bench-compare
+bench-compare: venv cluster-up ## Side by side with operator-sdk's Go ansible-operator v1.31 (builds it into bin/).
+	hack/ansible-operator/build.sh
+	$(PY) bench/compare.py $(BENCH_ARGS)
 
 .PHONY: run
 run: venv $(if $(USE_EMBEDDED),cluster-up) install ## Run the operator in the foreground (embedded cluster if none is configured).

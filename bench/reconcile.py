@@ -1,299 +1,387 @@
-"""Reconcile benchmark on the embedded cluster; prints the figures the issues ask for.
+"""Reconcile benchmark (``make bench``): cold and warm Ansible side by side, and the floor.
 
-    .venv/bin/python bench/reconcile.py [--latency-runs 12] [--burst 50]
+    .venv/bin/python -m bench.reconcile [--workloads one-task,memcached] [--latency-runs 8]
+        [--memcached-latency-runs 6] [--burst 50] [--memcached-burst 20] [--floor-runs 5]
+        [--json FILE]
 
-Scenarios (one operator process, one CR kind, a one-task kubernetes.core role):
+For each workload (``bench/common.py``: the one-task role, and ``roles/memcached``),
+two runners run at once, each in its own namespace with 2 workers: one with
+``--warm=false`` (every ansible-playbook and module started cold) and one with
+``--warm=true`` (forked from pre-imported launchers). After warm-up runs (the
+launchers start in the background: the first run after start is cold), it measures:
 
-- floor: the same role run by plain ``ansible-playbook`` (median of N);
-- latency: CR create → ``Successful`` (median of N, one CR at a time);
-- burst: N CRs created at once → all ``Successful``;
-- coalescing: 20 spec patches to one CR within one second → playbook runs;
-- idle: runs during a quiet period (expected 0);
-- API requests per reconcile (the operator's own and its runs', counted by the
-  runner), with the proxy's cached reads on and off;
-- operator RSS, idle and peak.
+- floor: the same role run by plain ``ansible-playbook`` on a new CR (no runner);
+- CR → Successful: one new CR at a time, alternating cold and warm (median, range);
+- CPU seconds of the runner's process tree per Ansible run, over those CRs
+  (``bench/common.py`` says how: /proc, children reaped inside the tree);
+- runs per new CR: Ansible runs (the runner's run-duration histogram count) once
+  the runners are quiet again, divided by the new CRs;
+- RSS of runner + launchers, idle after the work above (2 workers), and its peak
+  during the burst;
+- N CRs created at once → all Successful, cold then warm, with CPU per run.
 
-Timings come from a harness-side watch with monotonic timestamps. Run on a
-quiet machine and compare ratios from one run; absolute numbers are noisy.
+For the one-task role it also times the task's own API calls (a new TLS
+connection, GET and POST of the ConfigMap) to show what warm adds above them.
+Timings come from a harness-side watch (monotonic clock). The machine is noisy:
+compare ratios from one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
-import statistics
+import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import devcluster
+from bench import common, runtimes
 from runner.kube import client as kube_client
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
-from runner.kube.types import GVK
-from tests.runner.harness import OperatorProcess
 
-HERE = Path(__file__).resolve().parent
-BENCH = GVK("bench.playbook-operator.dev", "v1", "Bench")
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "benches.bench.playbook-operator.dev"},
-    "spec": {
-        "group": BENCH.group,
-        "names": {
-            "kind": "Bench",
-            "listKind": "BenchList",
-            "plural": "benches",
-            "singular": "bench",
-        },
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
-WATCHES = f"""\
-- version: v1
-  group: {BENCH.group}
-  kind: Bench
-  role: {HERE / "roles" / "bench"}
-"""
+MODES = ("cold", "warm")
+MiB = 1024 * 1024
 
 
-class Converged:
-    """Watches Bench objects; records when each reaches Successful at its generation."""
-
-    def __init__(self, client: kube_client.Client, namespace: str) -> None:
-        self.times: dict[str, float] = {}
-        self.generations: dict[str, int] = {}
-        self._cond = threading.Condition()
-        self._client = client
-        self._namespace = namespace
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self) -> None:
-        res = self._client.resource(BENCH)
-        path = res.path(namespace=self._namespace)
-        while True:
-            try:
-                for event in self._client.stream(path, query={}, read_timeout=600):
-                    obj = event["object"]
-                    meta, status = obj.get("metadata", {}), obj.get("status") or {}
-                    ok = any(
-                        c.get("type") == "Successful" and c.get("status") == "True"
-                        for c in status.get("conditions") or []
-                    )
-                    if ok and status.get("observedGeneration") == meta.get("generation"):
-                        with self._cond:
-                            self.times[meta["name"]] = time.monotonic()
-                            self.generations[meta["name"]] = int(meta["generation"])
-                            self._cond.notify_all()
-            except kube_errors.KubeError:
-                time.sleep(0.2)
-
-    def wait(self, names: list[str], *, generation: int = 1, timeout: float = 600) -> float:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not all(self.generations.get(n, 0) >= generation for n in names):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(
-                        f"not converged: {[n for n in names if n not in self.times]}"
-                    )
-                self._cond.wait(left)
-            return max(self.times[n] for n in names)
-
-
-def bench_obj(name: str, namespace: str, value: int = 0) -> dict[str, Any]:
-    return {
-        "apiVersion": BENCH.api_version,
-        "kind": "Bench",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"value": value},
-    }
-
-
-def rss_kib(pid: int, field: str = "VmRSS") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def floor(kubeconfig: Path, namespace: str, runs: int) -> list[float]:
+def floor(
+    workload: common.Workload,
+    *,
+    client: kube_client.Client,
+    kubeconfig: Path,
+    namespace: str,
+    runs: int,
+    workdir: Path,
+) -> dict[str, list[float]]:
+    """Plain ansible-playbook on a new CR each time: wall and CPU seconds (first run untimed)."""
+    playbook = workdir / f"floor-{workload.label}.yml"
+    playbook.write_text(
+        "- hosts: localhost\n  connection: local\n  gather_facts: false\n"
+        f"  roles:\n    - {workload.role}\n"
+    )
+    collections = common.ROOT / "runner" / "collection"
     env = {
         **os.environ,
         "K8S_AUTH_KUBECONFIG": str(kubeconfig),
         "ANSIBLE_GATHERING": "explicit",
-        "ANSIBLE_ROLES_PATH": str(HERE / "roles"),
+        "ANSIBLE_ROLES_PATH": str(workload.roles_dir),
+        "ANSIBLE_COLLECTIONS_PATH": str(collections),
+        "PLAYBOOK_OPERATOR_LIB": str(common.ROOT),
     }
-    times = []
-    playbook = str(Path(sys.executable).parent / "ansible-playbook")
+    ansible_playbook = str(Path(sys.executable).parent / "ansible-playbook")
+    wall, cpu = [], []
     for index in range(runs + 1):
-        extra = {
-            "ansible_operator_meta": {"name": f"floor-{index}", "namespace": namespace},
-            "value": index,
-        }
-        started = time.monotonic()
-        subprocess.run(
-            [
-                playbook,
-                "-i",
-                "localhost,",
-                "-c",
-                "local",
-                "-e",
-                f"ansible_python_interpreter={sys.executable}",
-                str(HERE / "floor.yml"),
-                "-e",
-                json.dumps(extra),
-            ],
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
+        obj = client.create(
+            workload.gvk, workload.obj(f"floor-{index}", namespace), namespace=namespace
         )
-        if index:  # the first run warms .pyc files and the discovery cache
-            times.append(time.monotonic() - started)
+        argv = [ansible_playbook, "-i", "localhost,", "-c", "local", str(playbook)]
+        argv += ["-e", f"ansible_python_interpreter={sys.executable}"]
+        argv += ["-e", json.dumps(workload.extra_vars(obj))]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        done = subprocess.run(argv, env=env, check=False, capture_output=True, text=True)
+        took = time.monotonic() - started
+        if done.returncode:
+            raise RuntimeError(f"floor run failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if index:  # the first run fills .pyc files and kubernetes.core's discovery cache
+            wall.append(took)
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu}
+
+
+def api_calls(kubeconfig: Path, namespace: str, runs: int) -> list[float]:
+    """The one-task role's own API work: a new connection, GET (404) and POST of a ConfigMap."""
+    times = []
+    for index in range(runs):
+        client = kube_client.Client(kube_config.from_kubeconfig(str(kubeconfig)))
+        body = {"metadata": {"name": f"api-{index}", "namespace": namespace}, "data": {"v": "0"}}
+        started = time.monotonic()
+        with contextlib.suppress(kube_errors.NotFoundError):
+            client.get(common.CONFIGMAP, name=f"api-{index}", namespace=namespace)
+        client.create(common.CONFIGMAP, body, namespace=namespace)
+        times.append(time.monotonic() - started)
     return times
+
+
+def measure(
+    workload: common.Workload,
+    *,
+    client: kube_client.Client,
+    kubeconfig: Path,
+    workdir: Path,
+    latency_runs: int,
+    burst: int,
+    floor_runs: int,
+) -> dict[str, Any]:
+    tag = f"bench-{os.getpid()}-{workload.label}"
+    namespaces = {k: common.create_namespace(client, f"{tag}-{k}") for k in ("floor", *MODES)}
+    figures: dict[str, Any] = {}
+    try:
+        if floor_runs:
+            print(f"[{workload.label}] floor: plain ansible-playbook x{floor_runs}", flush=True)
+            figures["floor"] = floor(
+                workload,
+                client=client,
+                kubeconfig=kubeconfig,
+                namespace=namespaces["floor"],
+                runs=floor_runs,
+                workdir=workdir,
+            )
+            if workload.label == "one-task":
+                figures["api_calls_s"] = api_calls(kubeconfig, namespaces["floor"], latency_runs)
+        figures.update(
+            _runners(
+                workload,
+                client=client,
+                kubeconfig=kubeconfig,
+                workdir=workdir,
+                namespaces=namespaces,
+                latency_runs=latency_runs,
+                burst=burst,
+            )
+        )
+    finally:
+        common.delete_namespaces(client, namespaces.values())
+    return figures
+
+
+def _runners(
+    workload: common.Workload,
+    *,
+    client: kube_client.Client,
+    kubeconfig: Path,
+    workdir: Path,
+    namespaces: dict[str, str],
+    latency_runs: int,
+    burst: int,
+) -> dict[str, Any]:
+    label = workload.label
+    ours = {
+        mode: runtimes.Ours(
+            warm=mode == "warm",
+            workdir=workdir / f"{label}-{mode}",
+            kubeconfig=kubeconfig,
+            namespace=namespaces[mode],
+            watches=workload.watches(),
+        )
+        for mode in MODES
+    }
+    watchers = {mode: common.Converged(client, workload.gvk, namespaces[mode]) for mode in MODES}
+    figures: dict[str, dict[str, Any]] = {mode: {} for mode in MODES}
+
+    def create(mode: str, name: str) -> float:
+        namespace = namespaces[mode]
+        started = time.monotonic()
+        client.create(workload.gvk, workload.obj(name, namespace), namespace=namespace)
+        return started
+
+    def reconcile_one(mode: str, index: int) -> None:
+        name = f"warm-up-{index}"
+        create(mode, name)
+        watchers[mode].wait([name])
+
+    try:
+        for mode in MODES:
+            ours[mode].start()
+        for mode in MODES:
+            print(f"[{label}] warm-up: {mode}", flush=True)
+            figures[mode]["warm_up_runs"] = ours[mode].warm_up(
+                functools.partial(reconcile_one, mode)
+            )
+            common.settle(ours[mode].runs)
+
+        print(f"[{label}] CR → Successful x{latency_runs}, interleaved", flush=True)
+        before = {m: (runtimes.cpu(ours[m]), ours[m].runs()) for m in MODES}
+        requeued = {m: ours[m].requeued() for m in MODES}
+        parts_before = {m: ours[m].cpu_parts() for m in MODES}
+        latencies: dict[str, list[float]] = {m: [] for m in MODES}
+        for index in range(latency_runs):
+            for mode in MODES if index % 2 == 0 else MODES[::-1]:
+                name = f"latency-{index}"
+                started = create(mode, name)
+                latencies[mode].append(watchers[mode].wait([name]) - started)
+        for mode in MODES:
+            runs = common.settle(ours[mode].runs) - before[mode][1]
+            cpu = runtimes.cpu(ours[mode]) - before[mode][0]
+            parts = ours[mode].cpu_parts()
+            figures[mode].update(
+                cpu_parts_per_run_s={
+                    k: (v - parts_before[mode][k]) / max(runs, 1) for k, v in parts.items()
+                },
+                latency_s=latencies[mode],
+                latency_runs=runs,
+                runs_per_new_cr=runs / latency_runs,
+                requeued_per_new_cr=(ours[mode].requeued() - requeued[mode]) / latency_runs,
+                cpu_per_run_s=cpu / max(runs, 1),
+                rss_steady_bytes=ours[mode].rss(),
+                launchers=len(ours[mode].launchers()),
+                tree_rss_steady_bytes=runtimes.tree_rss(ours[mode]),
+            )
+
+        for mode in MODES:
+            print(f"[{label}] {burst} CRs at once: {mode}", flush=True)
+            names = [f"burst-{i}" for i in range(burst)]
+            cpu0, runs0 = runtimes.cpu(ours[mode]), ours[mode].runs()
+            runtime = ours[mode]
+            with (
+                common.PeakSampler(runtime.rss) as peak,
+                common.PeakSampler(functools.partial(runtimes.tree_rss, runtime)) as tree_peak,
+            ):
+                started = time.monotonic()
+                for name in names:
+                    create(mode, name)
+                took = watchers[mode].wait(names) - started
+            runs = common.settle(runtime.runs) - runs0
+            figures[mode].update(
+                burst_s=took,
+                burst_runs=runs,
+                burst_cpu_per_run_s=(runtimes.cpu(runtime) - cpu0) / max(runs, 1),
+                rss_peak_bytes=peak.peak,
+                tree_rss_peak_bytes=tree_peak.peak,
+                rss_after_burst_bytes=runtime.rss(),
+            )
+    finally:
+        for runtime in ours.values():
+            runtime.stop()
+    return figures
+
+
+def report(results: dict[str, dict[str, Any]], burst: dict[str, int]) -> str:
+    rows: list[list[str]] = []
+    for label, fig in results.items():
+        cold, warm = fig.get("cold", {}), fig.get("warm", {})
+        floor_fig = fig.get("floor", {})
+        lat = {m: common.median(fig[m]["latency_s"]) for m in MODES if m in fig}
+        rows.append(
+            [
+                f"{label}: CR → Successful",
+                common.spread(floor_fig.get("wall_s", [])),
+                common.spread(cold.get("latency_s", [])),
+                common.spread(warm.get("latency_s", [])),
+                common.ratio(lat.get("warm"), lat.get("cold")),
+            ]
+        )
+        if "api_calls_s" in fig:
+            api = common.median(fig["api_calls_s"])
+            rows.append(
+                [
+                    f"{label}: the task's own API calls / warm above them",
+                    f"{api:.3f} s",
+                    f"+{lat['cold'] - api:.2f} s",
+                    f"+{lat['warm'] - api:.2f} s",
+                    "",
+                ]
+            )
+        rows.append(
+            [
+                f"{label}: {burst[label]} CRs at once → all Successful",
+                "",
+                f"{cold.get('burst_s', 0):.1f} s",
+                f"{warm.get('burst_s', 0):.1f} s",
+                common.ratio(warm.get("burst_s"), cold.get("burst_s")),
+            ]
+        )
+        for key, what in (("cpu_per_run_s", "one at a time"), ("burst_cpu_per_run_s", "burst")):
+            rows.append(
+                [
+                    f"{label}: CPU-s per reconcile ({what})",
+                    f"{common.median(floor_fig.get('cpu_s', [])):.2f}" if floor_fig else "",
+                    f"{cold.get(key, 0):.2f}",
+                    f"{warm.get(key, 0):.2f}",
+                    common.ratio(warm.get(key), cold.get(key)),
+                ]
+            )
+        if "cpu_parts_per_run_s" in warm:
+            parts = warm["cpu_parts_per_run_s"]
+            rows.append(
+                [
+                    f"{label}: warm CPU-s per reconcile, where",
+                    "",
+                    "",
+                    f"ansible-playbook and its workers {parts['playbook']:.2f}, "
+                    f"modules {parts['modules']:.2f}, runner {parts['runner']:.2f}, "
+                    f"launchers {parts['launchers']:.2f}",
+                    "",
+                ]
+            )
+        rows.append(
+            [
+                f"{label}: runs per new CR (of them asked for by the role: requeue_after)",
+                "",
+                f"{cold.get('runs_per_new_cr', 0):.2f} ({cold.get('requeued_per_new_cr', 0):.2f})",
+                f"{warm.get('runs_per_new_cr', 0):.2f} ({warm.get('requeued_per_new_cr', 0):.2f})",
+                "",
+            ]
+        )
+        for key, what in (
+            ("rss_steady_bytes", "runner + launchers, idle after work"),
+            ("rss_peak_bytes", "runner + launchers, peak in the burst"),
+            ("tree_rss_peak_bytes", "whole tree, peak in the burst"),
+        ):
+            rows.append(
+                [
+                    f"{label}: RSS {what}",
+                    "",
+                    f"{cold.get(key, 0) / MiB:.0f} MiB",
+                    f"{warm.get(key, 0) / MiB:.0f} MiB",
+                    common.ratio(warm.get(key), cold.get(key)),
+                ]
+            )
+    return common.table(["figure", "floor (ansible-playbook)", "cold", "warm", "warm/cold"], rows)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--latency-runs", type=int, default=12)
+    parser.add_argument("--workloads", default="one-task,memcached")
+    parser.add_argument("--latency-runs", type=int, default=8)
+    parser.add_argument("--memcached-latency-runs", type=int, default=6)
     parser.add_argument("--burst", type=int, default=50)
-    parser.add_argument("--idle-seconds", type=float, default=15.0)
+    parser.add_argument("--memcached-burst", type=int, default=20)
+    parser.add_argument("--floor-runs", type=int, default=5, help="0 skips the floor")
+    parser.add_argument("--json", type=Path, help="also write the raw figures here")
     args = parser.parse_args()
 
-    cluster = devcluster.Cluster()
-    if not (cluster.kubeconfig.is_file() and cluster.is_running()):
-        devcluster.build(skip_overridden=True)
-        cluster.start()
-    client = kube_client.Client(kube_config.from_kubeconfig(str(cluster.kubeconfig)))
-    crd_gvk = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
-    with contextlib.suppress(kube_errors.ConflictError):
-        client.create(crd_gvk, CRD)
-    # One namespace per phase: an operator started on a namespace full of objects
-    # would first work through their start-up reconciles.
-    namespaces = {label: f"bench-{os.getpid()}-{label}" for label in ("cached", "uncached")}
-    for name in namespaces.values():
-        client.create(GVK("", "v1", "Namespace"), {"metadata": {"name": name}})
-    namespace = namespaces["cached"]
-    for _ in range(100):
-        try:
-            client.forget_discovery()
-            client.resource(BENCH)
-            break
-        except kube_errors.KubeError:
-            time.sleep(0.1)
-
-    figures: dict[str, Any] = {}
-    floor_times = floor(cluster.kubeconfig, namespace, args.latency_runs)
-    figures["floor_ansible_playbook_s"] = statistics.median(floor_times)
-
-    with tempfile.TemporaryDirectory() as tmp:
-        results = {}
-        for label, extra_args in (("cached", ()), ("uncached", ("--cache-reads=false",))):
-            namespace = namespaces[label]
-            watcher = Converged(client, namespace)
-            workdir = Path(tmp) / label
-            workdir.mkdir()
-            operator = OperatorProcess(
-                workdir=workdir,
+    started = time.monotonic()
+    cluster, client = common.connect()
+    results: dict[str, dict[str, Any]] = {}
+    bursts: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        for label in args.workloads.split(","):
+            if label == "one-task":
+                workload = common.one_task()
+                runs, burst = args.latency_runs, args.burst
+            elif label == "memcached":
+                workload = common.memcached(Path(tmp))
+                runs, burst = args.memcached_latency_runs, args.memcached_burst
+            else:
+                parser.error(f"unknown workload {label!r} (one-task, memcached)")
+            workload.install(client)
+            bursts[label] = burst
+            results[label] = measure(
+                workload,
+                client=client,
                 kubeconfig=cluster.kubeconfig,
-                namespace=namespace,
-                watches=WATCHES,
-                args=("--max-concurrent-reconciles=2", *extra_args),
-                env={"ANSIBLE_GATHERING": "explicit"},
-            ).start()
-            assert operator._proc is not None
-            pid = operator._proc.pid
-            # warm-up: pyc files, discovery cache, dependent watch
-            client.create(BENCH, bench_obj(f"{label}-warm", namespace), namespace=namespace)
-            watcher.wait([f"{label}-warm"])
-            latencies = []
-            requests_before = operator.metric("playbook_operator_api_requests_total")
-            runs_before = operator.runs()
-            for index in range(args.latency_runs):
-                name = f"{label}-lat-{index}"
-                started = time.monotonic()
-                client.create(BENCH, bench_obj(name, namespace), namespace=namespace)
-                latencies.append(watcher.wait([name]) - started)
-            # A second reconcile of each: a spec change, where the child already exists.
-            for index in range(args.latency_runs):
-                client.patch(
-                    BENCH,
-                    name=f"{label}-lat-{index}",
-                    namespace=namespace,
-                    body={"spec": {"value": 1}},
-                )
-                watcher.wait([f"{label}-lat-{index}"], generation=2)
-            runs = operator.runs() - runs_before
-            results[label] = {
-                "latency_median_s": statistics.median(latencies),
-                "latency_p90_s": sorted(latencies)[int(0.9 * (len(latencies) - 1))],
-                "api_requests_per_reconcile": (
-                    operator.metric("playbook_operator_api_requests_total") - requests_before
-                )
-                / max(runs, 1),
-            }
-            if label == "cached":
-                figures["operator_rss_idle_mib"] = rss_kib(pid) / 1024
-                names = [f"burst-{i}" for i in range(args.burst)]
-                started = time.monotonic()
-                for name in names:
-                    client.create(BENCH, bench_obj(name, namespace), namespace=namespace)
-                figures[f"burst_{args.burst}_all_successful_s"] = watcher.wait(names) - started
-                figures["operator_rss_peak_mib"] = rss_kib(pid, "VmHWM") / 1024
-
-                runs_before = operator.runs()
-                target = "coalesce"
-                client.create(BENCH, bench_obj(target, namespace), namespace=namespace)
-                watcher.wait([target])
-                after_create = operator.runs()
-                started = time.monotonic()
-                for value in range(1, 21):
-                    client.patch(
-                        BENCH, name=target, namespace=namespace, body={"spec": {"value": value}}
-                    )
-                    time.sleep(max(0.0, started + value * 0.045 - time.monotonic()))
-                figures["patches_window_s"] = time.monotonic() - started
-                watcher.wait([target], generation=21)
-                time.sleep(3)  # let any straggler run show up before counting
-                figures["runs_for_20_patches"] = operator.runs() - after_create
-                del runs_before
-
-                idle_before = operator.runs()
-                time.sleep(args.idle_seconds)
-                figures[f"runs_while_idle_{args.idle_seconds:g}s"] = operator.runs() - idle_before
-            operator.stop()
-        figures["runs"] = results
-        cached = results["cached"]["latency_median_s"]
-        figures["overhead_vs_floor_s"] = cached - figures["floor_ansible_playbook_s"]
-    print(json.dumps(figures, indent=2))
-    for name in namespaces.values():
-        client.delete(GVK("", "v1", "Namespace"), name=name)
+                workdir=Path(tmp),
+                latency_runs=runs,
+                burst=burst,
+                floor_runs=args.floor_runs,
+            )
+    common.dump(args.json, results)
+    print()
+    print(report(results, bursts))
+    print(f"\n(total {time.monotonic() - started:.0f} s; load average {os.getloadavg()})")
     return 0
 
 

@@ -1,0 +1,437 @@
+"""What the benchmarks share: the cluster, the two workloads, convergence, process accounting.
+
+Used by ``bench/reconcile.py`` (``make bench``) and ``bench/compare.py``
+(``make bench-compare``). Workloads:
+
+- ``one-task``: a ``Bench`` kind whose role is one ``kubernetes.core.k8s`` task
+  (``bench/roles/bench``);
+- ``memcached``: this repository's ``roles/memcached`` with the CRD from
+  ``config/crd/bases``, both copied under a private API group
+  (``cache.bench.example.com``) so that tests installing or deleting the real
+  CRD at the same time cannot delete the benchmark's objects. The role is the
+  same text apart from that group.
+
+Process accounting reads ``/proc`` only (no cgroups): the CPU time of a
+process tree is, for every live process in it, its own ``utime + stime`` plus
+``cutime + cstime`` — the time of the children it has reaped (and, through
+them, of their reaped children). Every process a runtime starts is reaped
+inside the tree (warm launchers reap the runs they fork; they are the
+runtime's children), so deltas of this sum between two quiet moments are the
+CPU seconds the runtime spent, Ansible included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import math
+import os
+import shutil
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import devcluster
+from runner.kube import client as kube_client
+from runner.kube import config as kube_config
+from runner.kube import errors as kube_errors
+from runner.kube.types import GVK
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CRD_GVK = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+NAMESPACE = GVK("", "v1", "Namespace")
+CONFIGMAP = GVK("", "v1", "ConfigMap")
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+BENCH_GROUP = "bench.playbook-operator.dev"
+MEMCACHED_GROUP = "cache.bench.example.com"
+
+
+# -- the cluster ------------------------------------------------------------
+
+
+def connect() -> tuple[devcluster.Cluster, kube_client.Client]:
+    """The embedded cluster (started if it is not running) and an admin client."""
+    cluster = devcluster.Cluster()
+    if not (cluster.kubeconfig.is_file() and cluster.is_running()):
+        devcluster.build(skip_overridden=True)
+        cluster.start()
+    return cluster, kube_client.Client(kube_config.from_kubeconfig(str(cluster.kubeconfig)))
+
+
+def create_namespace(client: kube_client.Client, name: str) -> str:
+    client.create(NAMESPACE, {"metadata": {"name": name}})
+    return name
+
+
+def delete_namespaces(client: kube_client.Client, names: Iterable[str]) -> None:
+    for name in names:
+        with contextlib.suppress(kube_errors.KubeError):
+            client.delete(NAMESPACE, name=name)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+# -- workloads ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """A CR kind, its CRD and the role that reconciles it."""
+
+    label: str
+    gvk: GVK
+    crd: dict[str, Any]
+    roles_dir: Path  # holds the role; roles_path of a plain ansible-playbook run
+    role: str
+    spec: dict[str, Any]
+    #: extra vars besides the object's own, for a plain ansible-playbook run
+    var_prefix: str
+
+    @property
+    def role_path(self) -> Path:
+        return self.roles_dir / self.role
+
+    def watches(self) -> str:
+        return (
+            f"- version: {self.gvk.version}\n  group: {self.gvk.group}\n"
+            f"  kind: {self.gvk.kind}\n  role: {self.role_path}\n"
+        )
+
+    def obj(self, name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": self.gvk.api_version,
+            "kind": self.gvk.kind,
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {**self.spec, **spec},
+        }
+
+    def extra_vars(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """What a runtime passes the role for ``obj`` (spec keys are already snake_case)."""
+        meta = obj["metadata"]
+        return {
+            "ansible_operator_meta": {"name": meta["name"], "namespace": meta["namespace"]},
+            **obj["spec"],
+            self.var_prefix: obj,
+            f"{self.var_prefix}_spec": obj["spec"],
+        }
+
+    def install(self, client: kube_client.Client) -> None:
+        """Create the CRD (if missing) and wait until its kind is served."""
+        with contextlib.suppress(kube_errors.ConflictError):
+            client.create(CRD_GVK, self.crd)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client.forget_discovery()
+                client.resource(self.gvk)
+                return
+            except kube_errors.KubeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
+def one_task() -> Workload:
+    """The ``Bench`` kind and its one-task role (``bench/roles/bench``)."""
+    gvk = GVK(BENCH_GROUP, "v1", "Bench")
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"benches.{gvk.group}"},
+        "spec": {
+            "group": gvk.group,
+            "names": {"kind": "Bench", "listKind": "BenchList", "plural": "benches"}
+            | {"singular": "bench"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    return Workload(
+        label="one-task",
+        gvk=gvk,
+        crd=crd,
+        roles_dir=HERE / "roles",
+        role="bench",
+        spec={"value": 0},
+        var_prefix="_bench_playbook_operator_dev_bench",
+    )
+
+
+def memcached(workdir: Path, *, collection: str = "playbook_operator.util") -> Workload:
+    """``roles/memcached`` and its CRD, copied into ``workdir`` under a private group.
+
+    ``collection`` replaces the role's ``playbook_operator.util`` (``operator_sdk.util``
+    for a role that runs on both runtimes, as one written for ansible-operator has it).
+    """
+    source = yaml.safe_load(
+        (ROOT / "config" / "crd" / "bases" / "cache.example.com_memcacheds.yaml").read_text()
+    )
+    old_prefix = "_cache_example_com_memcached"
+    new_prefix = "_" + MEMCACHED_GROUP.replace(".", "_") + "_memcached"
+    crd = copy.deepcopy(source)
+    crd["spec"]["group"] = MEMCACHED_GROUP
+    crd["metadata"] = {"name": f"{crd['spec']['names']['plural']}.{MEMCACHED_GROUP}"}
+    roles_dir = workdir / "roles"
+    target = roles_dir / "memcached"
+    shutil.copytree(ROOT / "roles" / "memcached", target)
+    for path in target.rglob("*"):
+        if path.is_file() and path.suffix in (".yml", ".yaml", ".j2"):
+            text = path.read_text()
+            text = text.replace("cache.example.com/", f"{MEMCACHED_GROUP}/")
+            text = text.replace(old_prefix, new_prefix)
+            text = text.replace("playbook_operator.util.", f"{collection}.")
+            path.write_text(text)
+    version = crd["spec"]["versions"][0]["name"]
+    return Workload(
+        label="memcached",
+        gvk=GVK(MEMCACHED_GROUP, version, crd["spec"]["names"]["kind"]),
+        crd=crd,
+        roles_dir=roles_dir,
+        role="memcached",
+        spec={"size": 1},
+        var_prefix=new_prefix,
+    )
+
+
+# -- convergence --------------------------------------------------------------
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    status = obj.get("status") or {}
+    return {c.get("type", ""): c for c in status.get("conditions") or []}
+
+
+def successful(obj: dict[str, Any]) -> bool:
+    return conditions(obj).get("Successful", {}).get("status") == "True"
+
+
+def at_generation(obj: dict[str, Any]) -> bool:
+    """Successful at the object's current generation (runtimes that record it)."""
+    meta, status = obj.get("metadata", {}), obj.get("status") or {}
+    return successful(obj) and status.get("observedGeneration") == meta.get("generation")
+
+
+class Converged:
+    """Watches one kind in one namespace; records when each object first meets ``done``."""
+
+    def __init__(
+        self,
+        client: kube_client.Client,
+        gvk: GVK,
+        namespace: str,
+        *,
+        done: Callable[[dict[str, Any]], bool] = at_generation,
+    ) -> None:
+        self.times: dict[tuple[str, int], float] = {}
+        self._cond = threading.Condition()
+        self._client = client
+        self._gvk = gvk
+        self._namespace = namespace
+        self._done = done
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        path = self._client.resource(self._gvk).path(namespace=self._namespace)
+        while True:
+            try:
+                for event in self._client.stream(path, query={}, read_timeout=600):
+                    obj = event["object"]
+                    if not self._done(obj):
+                        continue
+                    key = (obj["metadata"]["name"], int(obj["metadata"].get("generation", 1)))
+                    with self._cond:
+                        self.times.setdefault(key, time.monotonic())
+                        self._cond.notify_all()
+            except kube_errors.KubeError:
+                time.sleep(0.2)
+
+    def wait(self, names: Sequence[str], *, generation: int = 1, timeout: float = 900) -> float:
+        """The time the last of ``names`` converged at ``generation`` (or later)."""
+        deadline = time.monotonic() + timeout
+
+        def when(name: str) -> float | None:
+            found = [t for (n, g), t in self.times.items() if n == name and g >= generation]
+            return min(found) if found else None
+
+        with self._cond:
+            while True:
+                seen = {name: when(name) for name in names}
+                missing = [name for name, at in seen.items() if at is None]
+                if not missing:
+                    return max(at for at in seen.values() if at is not None)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"not converged within {timeout:g}s: {missing[:5]}")
+                self._cond.wait(min(left, 1.0))
+
+
+def settle(count: Callable[[], float], *, quiet: float = 3.0, timeout: float = 300) -> float:
+    """Wait until ``count()`` (runs so far) has not changed for ``quiet`` seconds."""
+    deadline = time.monotonic() + timeout
+    last, since = count(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = count()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return now
+    return last
+
+
+# -- processes ----------------------------------------------------------------
+
+
+def _stat(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (index 0 is field 3, state)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def descendants(root: int) -> list[int]:
+    """``root`` and every live process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := _stat(int(entry))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def parent(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[1]) if fields is not None else None
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """(utime + stime, cutime + cstime) of one process, in seconds."""
+    fields = _stat(pid)
+    if fields is None:
+        return 0.0, 0.0
+    own = int(fields[11]) + int(fields[12])
+    reaped = int(fields[13]) + int(fields[14])
+    return own / _CLK_TCK, reaped / _CLK_TCK
+
+
+def cpu_seconds(root: int) -> float:
+    """utime + stime + cutime + cstime over the live tree under ``root``."""
+    ticks = 0
+    for pid in descendants(root):
+        fields = _stat(pid)
+        if fields is not None:
+            ticks += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
+    return ticks / _CLK_TCK
+
+
+def rss_bytes(pids: Iterable[int]) -> int:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
+    return total
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+class PeakSampler:
+    """Samples ``measure()`` every ``interval`` seconds in a thread; keeps the maximum."""
+
+    def __init__(self, measure: Callable[[], float], *, interval: float = 0.25) -> None:
+        self.peak = 0.0
+        self._measure = measure
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(Exception):
+                self.peak = max(self.peak, self._measure())
+            self._stop.wait(self._interval)
+
+
+# -- figures ------------------------------------------------------------------
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def spread(values: Sequence[float], unit: str = "s") -> str:
+    """``median (min-max)``, e.g. ``1.42 s (1.37-1.51)``."""
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f} {unit}"
+    return f"{median(values):.2f} {unit} ({min(values):.2f}-{max(values):.2f})"
+
+
+def ratio(numerator: float | None, denominator: float | None) -> str:
+    if not numerator or not denominator or math.isnan(denominator):
+        return "-"
+    return f"{numerator / denominator:.2f}"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def dump(path: Path | None, figures: dict[str, Any]) -> None:
+    """Write the raw figures as JSON when ``path`` is given."""
+    if path is not None:
+        path.write_text(json.dumps(figures, indent=2, default=str) + "\n")
