@@ -1,0 +1,232 @@
+"""Memcached at scale (``make bench-memcached``): many CRs created, then upgraded.
+
+    .venv/bin/python bench/memcached_scale.py [--count 20] [--size 3] [--json FILE]
+
+One ``playbook-operator run`` (2 workers, warm Ansible, ``ANSIBLE_GATHERING=explicit``)
+reconciles ``roles/memcached`` on the embedded cluster, under a private API group
+(``bench/common.py``'s memcached workload, so that tests installing or deleting the real
+CRD cannot touch the benchmark's objects). Two phases, each timed from the harness
+(monotonic clock, the namespace's Memcacheds listed once a second):
+
+- create: ``--count`` Memcacheds of ``--size`` pods at once → every one Available with
+  its rollout complete (Progressing=False, ``size`` ready pods of the version);
+- upgrade: all of them patched to a new version at once → every one reporting the new
+  version in status with its rollout complete.
+
+For each phase: wall time, Ansible runs (the runner's run-duration histogram), of which
+the role asked for with ``requeue_after`` while pods were changing, runs per CR, CPU
+seconds of the runner's process tree (runner, warm launchers, Ansible) per run and in
+all, and the tree's peak resident memory; then the idle RSS of the runner alone and of
+its tree. The issue's figure is ``--count 100 --size 3`` (300 pods); the default is
+smaller so that the run takes a few minutes on 2 cores. Pods come from the embedded
+cluster's kwok, ready within a second: what is measured is the operator, not kubelets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import common
+from runner.kube import client as kube_client
+from tests.runner.harness import OperatorProcess
+
+MiB = 1024 * 1024
+OLD, NEW = "1.6.38-alpine", "1.6.39-alpine"
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def rolled_out(obj: dict[str, Any], *, size: int, version: str) -> bool:
+    """The role reported this generation's rollout done: ``size`` ready pods of ``version``."""
+    status = obj.get("status") or {}
+    found = conditions(obj)
+    return bool(
+        status.get("observedGeneration") == obj["metadata"].get("generation")
+        and found.get("Available") == "True"
+        and found.get("Progressing") == "False"
+        and status.get("readyReplicas") == size
+        and status.get("version") == version
+    )
+
+
+def watches(workload: common.Workload) -> str:
+    """This repository's watches.yaml entry for Memcached, moved to the workload's group."""
+    entry = next(e for e in yaml.safe_load((common.ROOT / "watches.yaml").read_text()))
+    entry.update(group=workload.gvk.group, role=str(workload.role_path))
+    return str(yaml.safe_dump([entry], sort_keys=False))
+
+
+def wait_all(
+    client: kube_client.Client,
+    workload: common.Workload,
+    namespace: str,
+    done: Callable[[dict[str, Any]], bool],
+    *,
+    count: int,
+    timeout: float,
+) -> float:
+    """Poll once a second until ``count`` objects are ``done``; returns when."""
+    deadline = time.monotonic() + timeout
+    while True:
+        items = client.list(workload.gvk, namespace=namespace)["items"]
+        finished = sum(1 for obj in items if done(obj))
+        if finished >= count:
+            return time.monotonic()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{finished}/{count} done after {timeout:g}s")
+        time.sleep(1.0)
+
+
+def phase(
+    operator: OperatorProcess,
+    *,
+    act: Callable[[], None],
+    wait: Callable[[], float],
+) -> dict[str, Any]:
+    """Run ``act``, wait until ``wait`` says all are done and the runner is quiet again."""
+    runs_before = operator.runs()
+    requeued_before = requeued(operator)
+    cpu_before = common.cpu_seconds(operator_pid(operator))
+    tree = common.PeakSampler(lambda: common.rss_bytes(common.descendants(operator_pid(operator))))
+    with tree:
+        started = time.monotonic()
+        act()
+        finished = wait()
+        common.settle(operator.runs, quiet=3.0, timeout=300)
+    runs = operator.runs() - runs_before
+    cpu = common.cpu_seconds(operator_pid(operator)) - cpu_before
+    return {
+        "wall_s": round(finished - started, 1),
+        "runs": runs,
+        "runs_requeued": requeued(operator) - requeued_before,
+        "cpu_s": round(cpu, 1),
+        "cpu_s_per_run": round(cpu / runs, 3) if runs else None,
+        "tree_rss_peak_mib": round(tree.peak / MiB, 1),
+    }
+
+
+def operator_pid(operator: OperatorProcess) -> int:
+    proc = operator._proc  # the harness keeps the Popen; the benchmark needs its pid
+    assert proc is not None
+    return proc.pid
+
+
+def requeued(operator: OperatorProcess) -> int:
+    """Reconciles after which the role asked to run again (``requeue_after``)."""
+    return int(operator.metric("playbook_operator_reconcile_total", result="requeue_after"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=20, help="Memcached CRs (default 20)")
+    parser.add_argument("--size", type=int, default=3, help="pods per Memcached (default 3)")
+    parser.add_argument("--timeout", type=float, default=1800, help="per phase, seconds")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    cluster, client = common.connect()
+    stamp = f"{int(time.time()) % 100000}"
+    namespace = common.create_namespace(client, f"bench-{stamp}-memcached-scale")
+    figures: dict[str, Any] = {"count": args.count, "size": args.size}
+    with tempfile.TemporaryDirectory(prefix="bench-memcached-") as tmp:
+        workdir = Path(tmp)
+        workload = common.memcached(workdir)
+        workload.install(client)
+        operator = OperatorProcess(
+            workdir=workdir,
+            kubeconfig=Path(cluster.kubeconfig),
+            namespace=namespace,
+            watches=watches(workload),
+            args=("--log-level=info",),
+            env={"ANSIBLE_ROLES_PATH": str(workload.roles_dir), "ANSIBLE_GATHERING": "explicit"},
+        )
+        names = [f"memcached-{i:03d}" for i in range(args.count)]
+        try:
+            operator.start()
+
+            def create() -> None:
+                for name in names:
+                    obj = workload.obj(name, namespace, size=args.size, version=OLD)
+                    client.create(workload.gvk, obj, namespace=namespace)
+
+            def upgrade() -> None:
+                for name in names:
+                    client.patch(
+                        workload.gvk,
+                        name=name,
+                        namespace=namespace,
+                        body={"spec": {"version": NEW}},
+                    )
+
+            def until(version: str) -> Callable[[], float]:
+                return lambda: wait_all(
+                    client,
+                    workload,
+                    namespace,
+                    lambda obj: rolled_out(obj, size=args.size, version=version),
+                    count=args.count,
+                    timeout=args.timeout,
+                )
+
+            figures["create"] = phase(operator, act=create, wait=until(OLD))
+            figures["upgrade"] = phase(operator, act=upgrade, wait=until(NEW))
+            runner = [operator_pid(operator)]
+            figures["runner_rss_idle_mib"] = round(common.rss_bytes(runner) / MiB, 1)
+            figures["tree_rss_idle_mib"] = round(
+                common.rss_bytes(common.descendants(runner[0])) / MiB, 1
+            )
+        finally:
+            operator.stop()
+            with contextlib.suppress(Exception):
+                common.delete_namespaces(client, [namespace])
+
+    rows = [
+        [
+            name,
+            f"{f['wall_s']} s",
+            str(f["runs"]),
+            str(f["runs_requeued"]),
+            f"{f['runs'] / args.count:.2f}",
+            f"{f['cpu_s_per_run']} s",
+            f"{f['cpu_s']} s",
+            f"{f['tree_rss_peak_mib']} MiB",
+        ]
+        for name, f in (
+            ("create → all Available", figures["create"]),
+            ("upgrade → all report it", figures["upgrade"]),
+        )
+    ]
+    print(
+        f"\n{args.count} Memcacheds x {args.size} pods ({args.count * args.size} pods), "
+        "2 workers, warm Ansible\n"
+    )
+    print(
+        common.table(
+            ["phase", "wall", "runs", "requeued", "runs/CR", "CPU/run", "CPU", "tree RSS peak"],
+            rows,
+        )
+    )
+    print(
+        f"\nidle RSS: runner {figures['runner_rss_idle_mib']} MiB, "
+        f"with its launchers {figures['tree_rss_idle_mib']} MiB"
+    )
+    common.dump(args.json, figures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
