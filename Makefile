@@ -94,6 +94,10 @@ unit: venv ## Unit tests only (no cluster).
 bench: venv cluster-up ## Cold vs warm Ansible on the embedded cluster (BENCH_ARGS=--help for smaller runs).
 	$(PY) bench/reconcile.py $(BENCH_ARGS)
 
+.PHONY: bench-memcached
+bench-memcached: venv cluster-up ## Memcached at scale: N CRs of 3 pods created, then upgraded (BENCH_ARGS=--help).
+	$(PY) bench/memcached_scale.py $(BENCH_ARGS)
+
 .PHONY: bench-compare
 bench-compare: venv cluster-up ## Side by side with operator-sdk's Go ansible-operator v1.31 (builds it into bin/).
 	hack/ansible-operator/build.sh
@@ -137,8 +141,8 @@ molecule: venv cluster-binaries ## Molecule on the embedded cluster (MOLECULE_SC
 	if [ "$$scenario" = embedded ]; then \
 		$(MAKE) --no-print-directory cluster-up && export KUBECONFIG=$(CLUSTER_KUBECONFIG); \
 	fi; \
-	KUBECTL=$(KUBECTL) KUSTOMIZE_PATH=$(KUBECTL) ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/runner/collection \
-		$(BIN)/molecule test -s $$scenario
+	KUBECTL=$(KUBECTL) KUSTOMIZE_PATH=$(KUBECTL) KWOK=$$($(PY) -m devcluster which kwok) \
+		ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/runner/collection $(BIN)/molecule test -s $$scenario
 
 ##@ Embedded cluster
 
