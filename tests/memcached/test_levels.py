@@ -467,10 +467,6 @@ def test_autoscaling_hands_the_size_to_an_autoscaler(
 @pytest.mark.parametrize(
     ("spec", "complaint"),
     [
-        pytest.param({"size": -1}, "spec.size", id="negative-size"),
-        pytest.param({"maxConnections": 0}, "spec.maxConnections", id="no-connections"),
-        pytest.param({"memoryLimitMB": 0}, "spec.memoryLimitMB", id="no-item-memory"),
-        pytest.param({"version": "1.6 latest"}, "spec.version", id="bad-tag"),
         pytest.param(
             {"rollout": {"maxSurge": 0, "maxUnavailable": "0%"}},
             "cannot both be 0",
@@ -506,7 +502,6 @@ def test_autoscaling_hands_the_size_to_an_autoscaler(
             id="bad-toleration",
         ),
         pytest.param({"monitoring": {"enabled": "yes"}}, "monitoring.enabled", id="bad-flag"),
-        pytest.param({"replicas": 3}, "unknown field", id="unknown-field"),
     ],
 )
 def test_crd_rejects_invalid_specs(
