@@ -79,6 +79,15 @@ def delete_namespaces(client: kube_client.Client, names: Iterable[str]) -> None:
             client.delete(NAMESPACE, name=name)
 
 
+def free_pod_slots(client: kube_client.Client) -> int:
+    """Pods the cluster's nodes can still take (allocatable minus non-terminated pods)."""
+    nodes = client.list(GVK("", "v1", "Node")).get("items", [])
+    room = sum(int(n["status"].get("allocatable", {}).get("pods", 0)) for n in nodes)
+    pods = client.list(GVK("", "v1", "Pod")).get("items", [])
+    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    return room - len(live)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -105,6 +114,9 @@ class Workload:
     spec: dict[str, Any]
     #: extra vars besides the object's own, for a plain ansible-playbook run
     var_prefix: str
+    #: when the role's own work for an object is done, if it says so in status
+    #: (the role may ask to run again until then): pods running, for memcached
+    ready: Callable[[dict[str, Any]], bool] | None = None
 
     @property
     def role_path(self) -> Path:
@@ -222,7 +234,16 @@ def memcached(workdir: Path, *, collection: str = "playbook_operator.util") -> W
         role="memcached",
         spec={"size": 1},
         var_prefix=new_prefix,
+        ready=pods_reported,
     )
+
+
+def pods_reported(obj: dict[str, Any]) -> bool:
+    """The memcached role reported in status that its pods run, at this generation."""
+    meta, status = obj.get("metadata", {}), obj.get("status") or {}
+    size = int((obj.get("spec") or {}).get("size", 1))
+    ready = status.get("readyReplicas", len(status.get("nodes") or []))
+    return status.get("observedGeneration") == meta.get("generation") and str(ready) == str(size)
 
 
 # -- convergence --------------------------------------------------------------
@@ -360,6 +381,19 @@ def cpu_seconds(root: int) -> float:
         if fields is not None:
             ticks += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
     return ticks / _CLK_TCK
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(all, idle) CPU ticks of the whole machine so far, from /proc/stat."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        values = [int(v) for v in handle.readline().split()[1:]]
+    return sum(values), values[3] + values[4]  # idle + iowait
+
+
+def machine_busy(since: tuple[int, int]) -> float:
+    """Fraction of the machine's CPU time that was busy since ``since`` (all processes)."""
+    total, idle = machine_ticks()
+    return 1 - (idle - since[1]) / max(total - since[0], 1)
 
 
 def rss_bytes(pids: Iterable[int]) -> int:

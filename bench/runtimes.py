@@ -13,8 +13,9 @@ launchers; the Go process) and of its whole tree (:meth:`tree_rss`).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -31,6 +32,14 @@ ANSIBLE_OPERATOR_VENV = common.ROOT / ".venv-ansible-operator"
 #: Hard-coded by ansible-operator v1.31: its proxy, its osdk_metric server, its artifacts.
 ANSIBLE_OPERATOR_PORTS = (8888, 5050)
 ANSIBLE_OPERATOR_ARTIFACTS = Path("/tmp/ansible-operator")
+#: Errors ansible-operator's runner logs for a job that do not end its run.
+_NOT_RUN_ENDS = frozenset(
+    {
+        "Error from event API",
+        "Latest artifacts dir has error",
+        "Error removing the latest artifacts symlink",
+    }
+)
 
 
 class Runtime(Protocol):
@@ -187,6 +196,8 @@ class AnsibleOperator:
             "--max-concurrent-reconciles=2",
         ]
         self._proc: subprocess.Popen[bytes] | None = None
+        self._log_offset = 0
+        self._jobs: set[str] = set()
 
     @staticmethod
     def check() -> None:
@@ -270,20 +281,26 @@ class AnsibleOperator:
             self._proc.kill()
             self._proc.wait()
 
-    def metric(self, name: str) -> float:
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            text = answer.read().decode()
-        total = 0.0
-        for line in text.splitlines():
-            match = re.match(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? (\S+)$", line)
-            if match:
-                total += float(match.group(1))
-        return total
-
     def runs(self) -> int:
-        """Finished Ansible runs: each counts in ansible_operator_reconcile_result."""
-        return int(self.metric("ansible_operator_reconcile_result"))
+        """Finished Ansible runs, from its log: each ends with "Ansible-runner exited
+        successfully" or an error logged for its job. (ansible_operator_reconcile_result
+        misses runs: a run whose role asked for requeue_after never reaches markDone.)"""
+        with (self.workdir / "ansible-operator.log").open("rb") as log:
+            log.seek(self._log_offset)
+            chunk = log.read()
+        complete = chunk.rfind(b"\n") + 1
+        self._log_offset += complete
+        for line in chunk[:complete].splitlines():
+            if b'"logger":"runner"' not in line or b'"job"' not in line:
+                continue
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                ended = entry.get("msg") == "Ansible-runner exited successfully" or (
+                    entry.get("level") == "error" and entry.get("msg") not in _NOT_RUN_ENDS
+                )
+                if ended:
+                    self._jobs.add(str(entry["job"]))
+        return len(self._jobs)
 
     def rss(self) -> int:
         """The Go process itself."""
