@@ -212,6 +212,7 @@ def _runners(
         print(f"[{label}] CR → Successful x{latency_runs}, interleaved", flush=True)
         before = {m: (runtimes.cpu(ours[m]), ours[m].runs()) for m in MODES}
         requeued = {m: ours[m].requeued() for m in MODES}
+        triggers = {m: ours[m].triggers() for m in MODES}
         parts_before = {m: ours[m].cpu_parts() for m in MODES}
         latencies: dict[str, list[float]] = {m: [] for m in MODES}
         ready_latencies: dict[str, list[float]] = {m: [] for m in MODES}
@@ -238,6 +239,9 @@ def _runners(
                 latency_runs=runs,
                 runs_per_new_cr=runs / latency_runs,
                 requeued_per_new_cr=(ours[mode].requeued() - requeued[mode]) / latency_runs,
+                own_events_per_new_cr=(ours[mode].triggers()[0] - triggers[mode][0]) / latency_runs,
+                child_events_per_new_cr=(ours[mode].triggers()[1] - triggers[mode][1])
+                / latency_runs,
                 cpu_per_run_s=cpu / max(runs, 1),
                 rss_steady_bytes=ours[mode].rss(),
                 launchers=len(ours[mode].launchers()),
@@ -362,6 +366,17 @@ def report(results: dict[str, dict[str, Any]], burst: dict[str, int]) -> str:
                 "",
                 f"{cold.get('runs_per_new_cr', 0):.2f} ({cold.get('requeued_per_new_cr', 0):.2f})",
                 f"{warm.get('runs_per_new_cr', 0):.2f} ({warm.get('requeued_per_new_cr', 0):.2f})",
+                "",
+            ]
+        )
+        rows.append(
+            [
+                f"{label}: watch events per new CR that asked for a run: the CR's / its children's",
+                "",
+                f"{cold.get('own_events_per_new_cr', 0):.2f} / "
+                f"{cold.get('child_events_per_new_cr', 0):.2f}",
+                f"{warm.get('own_events_per_new_cr', 0):.2f} / "
+                f"{warm.get('child_events_per_new_cr', 0):.2f}",
                 "",
             ]
         )

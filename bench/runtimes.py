@@ -100,6 +100,14 @@ class Ours:
     def runs(self) -> int:
         return self._process.runs()
 
+    def triggers(self) -> tuple[int, int]:
+        """Watch events that asked for a reconcile so far, from the runner's debug log:
+        (events of the CRs themselves, events of their children)."""
+        lines = list(self._process.lines)
+        own = sum(1 for line in lines if line.get("msg") == "enqueued" and not line.get("initial"))
+        children = sum(1 for line in lines if line.get("msg") == "dependent changed")
+        return own, children
+
     def requeued(self) -> int:
         """Runs after which the role asked to be run again (``requeue_after``)."""
         return int(
