@@ -42,6 +42,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from bench import common
 from runner.kube import client as kube_client
+from runner.kube import errors as kube_errors
 from runner.kube.types import GVK
 from tests.memcached import pool
 from tests.runner.harness import OperatorProcess
@@ -66,6 +67,18 @@ def rolled_out(obj: dict[str, Any], *, size: int, version: str) -> bool:
         and status.get("readyReplicas") == size
         and status.get("version") == version
     )
+
+
+def install(client: kube_client.Client, workload: common.Workload) -> None:
+    """The workload's CRD as config/crd has it now (a copy left by an older checkout
+    would prune the fields it does not know), then served."""
+    try:
+        client.create(common.CRD_GVK, workload.crd)
+    except kube_errors.ConflictError:
+        live = client.get(common.CRD_GVK, name=workload.crd["metadata"]["name"])
+        meta = {**workload.crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}
+        client.update(common.CRD_GVK, {**workload.crd, "metadata": meta})
+    workload.install(client)
 
 
 def watches(workload: common.Workload) -> str:
@@ -153,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     ):
         workdir = Path(tmp)
         workload = common.memcached(workdir)
-        workload.install(client)
+        install(client, workload)
         operator = OperatorProcess(
             workdir=workdir,
             kubeconfig=Path(cluster.kubeconfig),
