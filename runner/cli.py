@@ -43,6 +43,16 @@ def _warm_from(environ: Mapping[str, str]) -> bool:
         raise errors.ConfigError(f"${settings_mod.WARM_ENV}: {exc}") from exc
 
 
+def _sharded_from(environ: Mapping[str, str]) -> bool:
+    value = environ.get("SHARDED", "")
+    if not value:
+        return False
+    try:
+        return _bool(value)
+    except argparse.ArgumentTypeError as exc:
+        raise errors.ConfigError(f"$SHARDED: {exc}") from exc
+
+
 def _duration(text: str) -> float:
     try:
         return watches.parse_duration(text)
@@ -245,6 +255,28 @@ def parser() -> argparse.ArgumentParser:
     )
     _flag(
         run,
+        "--sharded",
+        default=None,
+        help="active-active: every replica reconciles its share of the objects, owned "
+        "through one Lease per replica (default false; $SHARDED=true turns it on; "
+        "excludes --leader-elect)",
+        **b,
+    )
+    _flag(
+        run,
+        "--replica-id",
+        default="",
+        help="this replica's name in sharded mode (default: $POD_NAME, else the host name)",
+    )
+    _flag(
+        run,
+        "--shard-group",
+        default="",
+        help="name shared by the replicas of one sharded operator: their Leases' prefix "
+        "and label (default: the leader election id)",
+    )
+    _flag(
+        run,
         "--config",
         default="",
         help="controller-runtime manager configuration file (ControllerManagerConfig); "
@@ -396,6 +428,10 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
             flags = _FLAGS_OF.get(dest, ())
             if not given & set(flags):  # a flag on the command line wins over the file
                 setattr(args, dest, value)
+    sharded = args.sharded if args.sharded is not None else _sharded_from(environ)
+    if sharded and args.leader_elect:
+        # Two ways of deciding who reconciles: one leader, or a share per replica.
+        raise errors.ConfigError("--sharded and --leader-elect are mutually exclusive")
     if args.metrics_require_rbac and not args.metrics_secure:
         # A scraper's bearer token must never cross the network in clear text.
         raise errors.ConfigError("--metrics-require-rbac needs --metrics-secure")
@@ -461,6 +497,9 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
         retry_period=getattr(args, "retry_period", settings_mod.Settings.retry_period),
+        sharded=sharded,
+        replica_id=args.replica_id,
+        shard_group=args.shard_group,
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         runner_dir=Path(args.runner_dir),
         log_format=fmt,

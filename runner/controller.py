@@ -24,7 +24,7 @@ from typing import Protocol
 from runner import queue as queue_mod
 from runner import reconcile
 from runner.kube.types import GVK, ObjectKey, object_key
-from runner.predicate import Event, Predicate
+from runner.predicate import Event, EventType, Predicate
 
 log = logging.getLogger("runner.controller")
 
@@ -63,6 +63,24 @@ class Observer(Protocol):
         """One reconcile finished after ``seconds``."""
 
 
+class Gate(Protocol):
+    """Which keys this process may reconcile (sharded mode: :class:`runner.sharding.Shards`)."""
+
+    retry_period: float
+
+    def seen(self, gvk: GVK, key: ObjectKey, *, present: bool) -> None:
+        """A primary object exists (``present``) or is gone."""
+
+    def owns(self, gvk: GVK, key: ObjectKey) -> bool:
+        """Whether the key belongs to this process (events for others' keys are dropped)."""
+
+    def begin(self, gvk: GVK, key: ObjectKey) -> bool:
+        """Whether a run of the key may start now; if so, :meth:`end` follows the run."""
+
+    def end(self, gvk: GVK, key: ObjectKey) -> None:
+        """The run :meth:`begin` allowed has finished."""
+
+
 def name_for(gvk: GVK) -> str:
     """ansible-operator's controller name: the lower-cased kind and ``-controller``."""
     return f"{gvk.kind.lower()}-controller"
@@ -78,8 +96,10 @@ class Controller:
         work_queue: queue_mod.WorkQueue,
         workers: int,
         observer: Observer | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.reconciler = reconciler
+        self._gate = gate
         self.gvk = reconciler.gvk
         self.queue = work_queue
         self.workers = workers
@@ -97,6 +117,9 @@ class Controller:
         (or the keys ``map_keys`` derives, e.g. a child's owners)."""
 
         def handle(event: Event) -> None:
+            if map_keys is None and self._gate is not None:
+                present = event.type is not EventType.DELETED
+                self._gate.seen(self.gvk, object_key(event.obj), present=present)
             if not predicate(event):
                 return
             if map_keys is None and self._observer is not None:
@@ -104,6 +127,8 @@ class Controller:
             keys = map_keys(event) if map_keys else [object_key(event.obj)]
             priority = queue_mod.Priority.RESYNC if event.initial else queue_mod.Priority.EVENT
             for key in keys:
+                if self._gate is not None and not self._gate.owns(self.gvk, key):
+                    continue  # another replica's object (sharded mode)
                 log.debug(
                     "enqueued",
                     extra={
@@ -116,6 +141,11 @@ class Controller:
                 self.queue.add(key, priority=priority)
 
         return handle
+
+    def enqueue(self, key: ObjectKey, priority: queue_mod.Priority) -> None:
+        """Add a key from outside the primary watch (a dependent's owner, a handover)."""
+        if self._gate is None or self._gate.owns(self.gvk, key):
+            self.queue.add(key, priority=priority)
 
     def start(self) -> None:
         for index in range(self.workers):
@@ -140,7 +170,19 @@ class Controller:
             if key is None:
                 return  # shut down
             try:
-                self._process(key)
+                if self._gate is None:
+                    self._process(key)
+                elif self._gate.begin(self.gvk, key):
+                    try:
+                        self._process(key)
+                    finally:
+                        self._gate.end(self.gvk, key)
+                elif self._gate.owns(self.gvk, key):
+                    # Ours, but the previous owner has not released it yet (or our own
+                    # Lease is due for renewal): look again after one shard round.
+                    self.queue.add_after(key, self._gate.retry_period)
+                else:
+                    self.queue.forget(key)  # handed over: the new owner runs it
             finally:
                 # done() after the result branch: a key re-added meanwhile becomes ready now.
                 self.queue.done(key)

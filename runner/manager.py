@@ -15,12 +15,15 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterable
 from http.server import ThreadingHTTPServer
 from types import FrameType
 
 from runner import (
     access,
+    clock,
     dependents,
+    errors,
     health,
     leader,
     metrics,
@@ -28,6 +31,7 @@ from runner import (
     proxy,
     reconcile,
     recorder,
+    sharding,
     source,
     warm,
 )
@@ -64,6 +68,10 @@ class Manager:
         self.proxy: proxy.OwnerProxy | None = None
         self.dependents: dependents.DependentWatches | None = None
         self.elector: leader.LeaderElector | None = None
+        self.shards: sharding.Shards | None = None
+        # Shard rounds go on while running reconciles drain at shutdown: own stop event.
+        self._shards_stop = threading.Event()
+        self._shards_thread: threading.Thread | None = None
         self.launchers: warm.Launchers | None = None
         self._servers: list[ThreadingHTTPServer] = []
         # Environment every Ansible run gets on top of its kubeconfig (filled by _serve).
@@ -132,6 +140,8 @@ class Manager:
             environment = reconcile.StaticEnvironment(
                 None if kubeconfig == "in-cluster" else kubeconfig
             )
+        if settings.sharded:
+            self.shards = self._shards()
         namespaces: list[str | None] = list(settings.watch_namespaces) or [None]
         enqueue_for: dict[GVK, dependents.Enqueue] = {}
         owner_namespaced: dict[GVK, bool] = {}
@@ -158,6 +168,7 @@ class Manager:
                 ),
                 workers=settings.workers_for(watch.gvk),
                 observer=self.metrics,
+                gate=self.shards,
             )
             self.metrics.add_controller(name=ctrl.name, workers=ctrl.workers, work_queue=ctrl.queue)
             handle = ctrl.handler(
@@ -177,7 +188,7 @@ class Manager:
                 for namespace in (namespaces if resource.namespaced else [None])
             ]
             self.controllers[watch.gvk] = ctrl
-            enqueue_for[watch.gvk] = _enqueuer(ctrl.queue)
+            enqueue_for[watch.gvk] = ctrl.enqueue if self.shards else _enqueuer(ctrl.queue)
         self.dependents = dependents.DependentWatches(
             client=self.client,
             namespaces=settings.watch_namespaces,
@@ -192,6 +203,49 @@ class Manager:
             depth=lambda: {gvk: c.queue.depth() for gvk, c in self.controllers.items()},
             in_flight=lambda: {gvk: c.in_flight() for gvk, c in self.controllers.items()},
         )
+
+    def _shards(self) -> sharding.Shards:
+        settings = self.settings
+        replica = settings.shard_replica()
+        problem = sharding.replica_problem(replica)
+        if problem:
+            raise errors.ConfigError(
+                f"replica id {replica!r} (--replica-id, $POD_NAME or the host name): {problem}"
+            )
+        shards = sharding.Shards(
+            leases=sharding.KubeLeases(
+                client=self.client,
+                namespace=settings.leader_election_namespace or self.client_config.namespace,
+                group=settings.shard_group_name(),
+                replica=replica,
+                holder=sharding.incarnation(replica),
+                duration=settings.lease_duration,
+            ),
+            replica=replica,
+            clock=clock.MonotonicClock(),
+            lease_duration=settings.lease_duration,
+            renew_deadline=settings.renew_deadline,
+            retry_period=settings.retry_period,
+        )
+        stats = shards.stats
+        self.metrics.add_shard_metrics(
+            owned=lambda: stats.owned,
+            members=lambda: stats.members,
+            handovers=lambda: dict(stats.handovers),
+            view_changes=lambda: stats.view_changes,
+        )
+        return shards
+
+    def _handed_over(self, items: Iterable[sharding.Item]) -> None:
+        for gvk, key in items:
+            ctrl = self.controllers.get(gvk)
+            if ctrl is not None:
+                ctrl.enqueue(key, queue_mod.Priority.RESYNC)
+
+    def _fenced(self, reason: str) -> None:
+        # Our claims may soon count as expired elsewhere: stop before two replicas run one key.
+        log.error("exiting: shard ownership lost", extra={"reason": reason})
+        os._exit(EXIT_LEADERSHIP_LOST)
 
     def _on_child(self, owner: ownership.Owner, resource: Resource, child: KubeObject) -> None:
         if self.dependents is not None:
@@ -302,6 +356,15 @@ class Manager:
                 ).start()
         if not self._lead():
             return False
+        if self.shards is not None:
+            self._shards_thread = threading.Thread(
+                target=self.shards.run,
+                args=(self._shards_stop,),
+                kwargs={"enqueue": self._handed_over, "on_fenced": self._fenced},
+                name="shards",
+                daemon=True,
+            )
+            self._shards_thread.start()
         if self.proxy is not None:
             self.proxy.start()
         for ctrl in self.controllers.values():
@@ -325,6 +388,11 @@ class Manager:
             clean = ctrl.stop(timeout=max(0.0, deadline - time.monotonic())) and clean
         if self.elector is not None:
             self.elector.release()
+        self._shards_stop.set()
+        if self.shards is not None and self._shards_thread is not None:
+            self._shards_thread.join(timeout=30)
+            if clean:
+                self.shards.release()  # runs ended: the others may take our objects at once
         if self.proxy is not None:
             self.proxy.shutdown()
         if self.launchers is not None:

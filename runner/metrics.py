@@ -286,6 +286,48 @@ class Metrics:
 
         self.registry.register(_Collector())
 
+    def add_shard_metrics(
+        self,
+        *,
+        owned: Callable[[], int],
+        members: Callable[[], int],
+        handovers: Callable[[], dict[str, int]],
+        view_changes: Callable[[], int],
+    ) -> None:
+        """Sharded mode (runner.sharding), read at scrape time."""
+
+        class _Collector:
+            def collect(self) -> Any:
+                mine = GaugeMetricFamily(
+                    "playbook_operator_shard_owned_resources",
+                    "Primary objects this replica may reconcile now.",
+                )
+                mine.add_metric([], owned())
+                yield mine
+                live = GaugeMetricFamily(
+                    "playbook_operator_shard_members", "Live replicas in this replica's view."
+                )
+                live.add_metric([], members())
+                yield live
+                moved = CounterMetricFamily(
+                    "playbook_operator_shard_handovers",
+                    "Objects handed over between replicas: acquired from or released to "
+                    "another replica.",
+                    labels=["direction"],
+                )
+                counts = handovers()
+                for direction in ("acquired", "released"):
+                    moved.add_metric([direction], counts.get(direction, 0))
+                yield moved
+                changes = CounterMetricFamily(
+                    "playbook_operator_shard_view_changes",
+                    "Membership views this replica published (its ownership changed).",
+                )
+                changes.add_metric([], view_changes())
+                yield changes
+
+        self.registry.register(_Collector())
+
     # -- custom metrics from roles ------------------------------------------
 
     def apply_custom(self, payload: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -86,6 +87,9 @@ class Settings:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    sharded: bool = False  # active-active replicas, each reconciling its share (runner.sharding)
+    replica_id: str = ""  # sharded: this replica's name; empty: $POD_NAME, else the host name
+    shard_group: str = ""  # sharded: prefix and label of the replicas' Leases
     graceful_shutdown_timeout: float = 30.0
     runner_dir: Path = DEFAULT_RUNNER_DIR
     log_format: LogFormat = LogFormat.JSON
@@ -128,6 +132,14 @@ class Settings:
         return (
             self.leader_election_id or self.environ.get("OPERATOR_NAME", "") or "playbook-operator"
         )
+
+    def shard_replica(self) -> str:
+        """This replica's id in sharded mode: ``--replica-id``, ``$POD_NAME``, the host name."""
+        return self.replica_id or self.environ.get("POD_NAME", "") or socket.gethostname()
+
+    def shard_group_name(self) -> str:
+        """The shard group: ``--shard-group``, else the leader Lease's name."""
+        return self.shard_group or self.leader_lease_name()
 
 
 def env_suffix(gvk: GVK) -> str:
