@@ -9,7 +9,10 @@ unchanged. Modules:
 - :mod:`runner.warm.pool` — the runtime's side: starts, restarts and stops launchers;
 - :mod:`runner.warm.zygote` — a launcher process: imports once, forks a child per start;
 - :mod:`runner.warm.wire` — the protocol, and the tiny client placed in front of
-  ``ansible-playbook`` and used as the module interpreter.
+  ``ansible-playbook`` and used as the module interpreter;
+- :mod:`runner.warm.reuse` — what a run takes over from earlier runs (module
+  payloads, compiled module code, parsed metadata), only while its inputs are
+  unchanged.
 
 Import contract: this package imports nothing else of the runtime (checked by
 import-linter); :mod:`~runner.warm.wire` imports only the standard library.

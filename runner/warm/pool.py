@@ -84,6 +84,11 @@ class Launchers:
         self._over_cap: set[str] = set()
         self.outcomes: Counter[str] = Counter()  # warm / cold / lost runs
 
+    @property
+    def directory(self) -> Path:
+        """Where the launchers' sockets and what runs reuse (:mod:`runner.warm.reuse`) live."""
+        return self._dir
+
     # -- what the Ansible stage uses ------------------------------------------
 
     def program_command(
@@ -247,6 +252,10 @@ class Launchers:
         argv = [self._python, "-c", _BOOTSTRAP.format(lib=str(_LIB_DIR))]
         argv += ["--kind", launcher.kind, "--socket", str(launcher.socket)]
         argv += ["--lifeline", str(self._lifeline_r)]
+        if launcher.kind == "program":
+            argv += ["--payload-cache", str(self._dir / "payloads")]
+        else:
+            argv += ["--bytecode-cache", str(self._dir / "bytecode")]
         for name in self._preload:
             argv += ["--preload", name]
         try:

@@ -46,9 +46,10 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from runner.warm import payload, tree, wire
+from runner.warm import payload, reuse, tree, wire
 
 #: Environment variables that differ from run to run and that nothing pre-imported
 #: reads at import time, or that a child re-reads (ansible-core's constants, the
@@ -156,6 +157,10 @@ class _Launcher:
     config_file: tuple[str, float, int] | None
     base_path: list[str]
     sources: dict[str, int] = field(default_factory=dict)  # module kind: see payload.py
+    routing: reuse.RoutingMetadata = field(default_factory=reuse.RoutingMetadata)
+    plugins: reuse.PluginOptions = field(default_factory=reuse.PluginOptions)
+    payloads: reuse.PayloadCache | None = None  # program kind: see reuse.py
+    compiled: reuse.CompiledSources | None = None  # module kind: see reuse.py
     jobs: dict[int, _Job] = field(default_factory=dict)  # by child pid
     by_conn: dict[int, _Job] = field(default_factory=dict)  # by client fd
 
@@ -415,12 +420,14 @@ def run_child(launcher: _Launcher, request: Mapping[str, Any]) -> None:
     argv = [str(a) for a in request["argv"]]
     if launcher.kind == "program":
         _refresh_ansible()
+        _reuse(launcher)
         script = argv[0]
         sys.argv = argv
         sys.path[:] = [os.path.dirname(os.path.realpath(script)), *launcher.base_path]
         runpy.run_path(script, run_name="__main__")
         return
     python = str(argv[0])
+    _reuse(launcher)
     payload.run(
         python=python, args=argv[1:], base_path=launcher.base_path, sources=launcher.sources
     )
@@ -435,6 +442,21 @@ def _refresh_ansible() -> None:
         setattr(constants, setting, value)
 
 
+def _reuse(launcher: _Launcher) -> None:
+    """Hand the run what earlier runs computed (:mod:`runner.warm.reuse`). A failure
+    here only costs the saving: the run computes everything itself, as cold."""
+    try:
+        launcher.routing.install()
+        launcher.plugins.install()
+        if launcher.payloads is not None:
+            launcher.payloads.install()
+        if launcher.compiled is not None:
+            launcher.compiled.install()
+    except Exception as exc:  # ansible-core internals differ from what reuse expects
+        with contextlib.suppress(OSError):
+            os.write(2, f"warm launcher: not reusing earlier runs' work: {exc!r}\n".encode())
+
+
 def _die(message: str) -> None:
     with contextlib.suppress(OSError):
         os.write(2, f"warm launcher: {message}\n".encode())
@@ -442,10 +464,14 @@ def _die(message: str) -> None:
 
 
 def main(argv: list[str], *, base_path: list[str]) -> None:
-    """``--kind K --socket S --lifeline FD [--preload NAME]...``; ``base_path``: sys.path
-    as ``python script`` would have it, minus the script's own directory."""
+    """``--kind K --socket S --lifeline FD [--payload-cache DIR] [--bytecode-cache DIR]
+    [--preload NAME]...``;
+    ``base_path``: sys.path as ``python script`` would have it, minus the script's own
+    directory."""
     options: dict[str, list[str]] = {"--kind": [], "--socket": [], "--lifeline": []}
     options["--preload"] = []
+    options["--payload-cache"] = []
+    options["--bytecode-cache"] = []
     rest = list(argv)
     while rest:
         name = rest.pop(0)
@@ -454,6 +480,10 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
         options[name].append(rest.pop(0))
     kind = options["--kind"][0]
     preload(kind, options["--preload"])  # what is missing is only imported by each child
+    routing, plugins = reuse.RoutingMetadata(), reuse.PluginOptions()
+    if kind == "program":
+        routing.prepare()
+        plugins.prepare()
     # Children share the launcher's pages copy-on-write; a garbage collection in a
     # child would touch (and so copy) every object. Frozen objects are never scanned.
     gc.collect()
@@ -467,6 +497,18 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
         config_file=ansible_config(os.environ, cwd) if kind == "program" else None,
         base_path=base_path,
         sources=payload.ansible_sources() if kind == "module" else {},
+        routing=routing,
+        plugins=plugins,
+        payloads=(
+            reuse.PayloadCache(Path(options["--payload-cache"][0]))
+            if kind == "program" and options["--payload-cache"]
+            else None
+        ),
+        compiled=(
+            reuse.CompiledSources(Path(options["--bytecode-cache"][0]))
+            if kind == "module" and options["--bytecode-cache"]
+            else None
+        ),
     )
     _launcher_pid(launcher)
     tree.become_subreaper()
