@@ -195,13 +195,13 @@ class PayloadCache:
     ) -> None:
         module_common = importlib.import_module("ansible.executor.module_common")
         try:
-            fqn = module_common._get_ansible_module_fqn(module_path)
-        except ValueError:
-            fqn = f"ansible.legacy.{module_name}"
+            names = (f"{module_common._get_ansible_module_fqn(module_path)}-",)
+        except ValueError:  # a role's module: ansible-core names it after the module
+            names = (f"ansible.legacy.{module_name}-", f"ansible.modules.{module_name}-")
         built = [
             entry
             for entry in os.scandir(run_cache)
-            if entry.name.startswith(f"{fqn}-")
+            if entry.name.startswith(names)
             and not entry.name.endswith(("-part", ".lock"))
             and entry.stat().st_mtime_ns >= since - 1_000_000_000
         ]
