@@ -98,6 +98,10 @@ bench: venv cluster-up ## Cold vs warm Ansible on the embedded cluster (BENCH_AR
 bench-memcached: venv cluster-up ## Memcached at scale: N CRs of 3 pods created, then upgraded (BENCH_ARGS=--help).
 	$(PY) bench/memcached_scale.py $(BENCH_ARGS)
 
+.PHONY: bench-sharding
+bench-sharding: venv cluster-up ## Reconciles per minute with 1 vs 3 sharded replicas, CPU per reconcile, projection (BENCH_ARGS=--help).
+	$(PY) bench/sharding.py $(BENCH_ARGS)
+
 .PHONY: bench-compare
 bench-compare: venv cluster-up ## Side by side with operator-sdk's Go ansible-operator v1.31 (builds it into bin/).
 	hack/ansible-operator/build.sh

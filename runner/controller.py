@@ -10,6 +10,8 @@ Every branch bumps one ``result`` label of the reconcile counters: ours
 (:class:`Outcome`) and controller-runtime's (:class:`Action`, what the worker
 did with the key). Because the queue never hands one key to two workers, at
 most one reconcile per object runs at any time, whatever the worker count.
+In sharded mode a :class:`Gate` also decides which keys enter the queue and
+which may start, so that across replicas, too, one object runs in one place.
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ For each watch: one informer per watched namespace feeds a controller's queue
 through the primary predicate; the controller's workers call the reconciler,
 which runs Ansible against the owner-injecting proxy. Children the proxy sees
 start dependent watches. The manager also serves probes and metrics, takes the
-leader Lease when asked to, and shuts down gracefully on SIGTERM: stop taking
-work, let running reconciles finish within the grace period, release the Lease.
+leader Lease when asked to (or, with ``--sharded``, keeps this replica's shard
+Lease and gates every controller with :class:`runner.sharding.Shards`), and
+shuts down gracefully on SIGTERM: stop taking work, let running reconciles
+finish within the grace period, release the Lease.
 """
 
 from __future__ import annotations
