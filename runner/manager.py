@@ -12,12 +12,13 @@ finish within the grace period, release the Lease.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from http.server import ThreadingHTTPServer
 from types import FrameType
 
@@ -36,6 +37,7 @@ from runner import (
     sharding,
     source,
     warm,
+    watches,
 )
 from runner import controller as controller_mod
 from runner import predicate as predicate_mod
@@ -44,11 +46,21 @@ from runner import settings as settings_mod
 from runner.ansible import runner as ansible_runner
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
-from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key
+from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key, object_key
 
 log = logging.getLogger("runner.manager")
 
 EXIT_LEADERSHIP_LOST = 3
+
+
+def _event_filters(watch: watches.Watch) -> tuple[object, ...]:
+    """What a watch's informers and predicates were built from."""
+    return (
+        watch.selector,
+        watch.watch_annotations_changes,
+        watch.watch_dependent_resources,
+        watch.watch_cluster_scoped_resources,
+    )
 
 
 def _enqueuer(work_queue: queue_mod.WorkQueue) -> dependents.Enqueue:
@@ -252,6 +264,45 @@ class Manager:
     def _on_child(self, owner: ownership.Owner, resource: Resource, child: KubeObject) -> None:
         if self.dependents is not None:
             self.dependents.ensure(owner, resource, child)
+
+    # -- development mode (runner.devloop) ------------------------------------
+
+    def requeue(self, gvk: GVK) -> int:
+        """Enqueue every custom resource of ``gvk`` again (its role changed); how many.
+
+        Listed from the API server, not the informers' stores: a dev-mode edit is rare
+        and the list is the truth of the moment.
+        """
+        ctrl = self.controllers.get(gvk)
+        if ctrl is None:
+            return 0
+        selector = ctrl.reconciler.watch.selector
+        keys: set[ObjectKey] = set()
+        for informer in self.primary_informers.get(gvk, []):
+            for item in self.client.list(gvk, namespace=informer.namespace).get("items") or []:
+                if selector.matches((item.get("metadata") or {}).get("labels") or {}):
+                    keys.add(object_key(item))
+        for key in keys:
+            ctrl.queue.add(key)
+        return len(keys)
+
+    def replace_watches(self, loaded: Sequence[watches.Watch]) -> bool:
+        """Take edited watches in place: the same kinds with other roles, vars, periods,
+        finalizers or blacklists. False when kinds were added or removed, or when what
+        the informers filter or watch changed: only a new start applies that."""
+        new = {w.gvk: w for w in loaded}
+        if new.keys() != self.controllers.keys():
+            return False
+        for gvk, watch in new.items():
+            old = self.controllers[gvk].reconciler.watch
+            if _event_filters(old) != _event_filters(watch):
+                return False
+        for gvk, watch in new.items():
+            self.controllers[gvk].reconciler.watch = watch  # read afresh by every reconcile
+            if self.proxy is not None:
+                self.proxy.blacklists[gvk] = watch.blacklist
+        self.settings = dataclasses.replace(self.settings, watches=tuple(loaded))
+        return True
 
     # -- lifecycle ------------------------------------------------------------
 

@@ -99,6 +99,7 @@ class Settings:
     ansible_debug_logs: bool = False  # ANSIBLE_DEBUG_LOGS: print each run's whole output
     backoff_base: float = 1.0
     backoff_max: float = 300.0
+    dev: bool = False  # run --dev: runs read a snapshot; edits reconcile again (runner.devloop)
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
     def workers_for(self, gvk: GVK) -> int:

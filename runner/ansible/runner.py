@@ -36,7 +36,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -71,6 +71,8 @@ class RunSpec:
     (outer single quotes are stripped). ``gathering_explicit``: default
     ``ANSIBLE_GATHERING=explicit`` unless the environment sets it.
     ``rotate_artifacts`` keeps that many artifact dirs (0 keeps all).
+    ``on_event`` sees every job event too, in order (``playbook-operator preview``
+    reads the tasks' results from them).
     """
 
     ident: str
@@ -88,6 +90,7 @@ class RunSpec:
     collections_path: Sequence[Path] = ()
     inventory: Path | None = None  # default: localhost, local connection, this Python
     timeout: float | None = None  # seconds; the run is killed after it
+    on_event: Callable[[Mapping[str, Any]], None] | None = None
 
     def __post_init__(self) -> None:
         if (self.playbook is None) == (self.role is None):
@@ -167,7 +170,9 @@ class AnsibleRunner:
         except (OSError, ValueError, ansible_runner.ConfigurationError) as exc:
             raise errors.AnsibleLaunchError(f"cannot prepare the Ansible run: {exc}") from exc
         artifact_dir = Path(config.artifact_dir)
-        status, rc = self._execute(config, tally=tally, artifact_dir=artifact_dir, log=log)
+        status, rc = self._execute(
+            config, tally=tally, artifact_dir=artifact_dir, log=log, on_event=spec.on_event
+        )
         if launchers is not None:
             how, why = launchers.outcome(artifact_dir / LAUNCHER_STATUS)
             if how == warm.LOST:
@@ -314,9 +319,20 @@ class AnsibleRunner:
     # -- the run ------------------------------------------------------------
 
     def _execute(
-        self, config: Any, *, tally: events.Tally, artifact_dir: Path, log: Logger
+        self,
+        config: Any,
+        *,
+        tally: events.Tally,
+        artifact_dir: Path,
+        log: Logger,
+        on_event: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> tuple[Any, Any]:
-        runner = ansible_runner.Runner(config, event_handler=tally.handle)
+        def handle(event: dict[str, Any]) -> bool:
+            if on_event is not None:
+                on_event(event)
+            return tally.handle(event)
+
+        runner = ansible_runner.Runner(config, event_handler=handle)
         try:
             # Closed by the reader: OutputEventFilter.close() closes its handle.
             stdout_file = codecs.open(str(artifact_dir / "stdout"), "w", encoding="utf-8")  # noqa: SIM115

@@ -31,10 +31,13 @@ lookup" at debug level says why).
 Streams are relayed: watches and followed logs chunk by chunk; exec, attach and
 port-forward (``Connection: Upgrade`` to SPDY or WebSocket) are switched through
 to the API server byte for byte (:mod:`runner.kube.tunnel`).
+
+Read-only (``playbook-operator preview``): reads and ``dryRun=All`` writes pass;
+every other write, and every exec, attach or port-forward, is answered 403.
 """
 
 from __future__ import annotations
 
-from runner.proxy.server import CacheLookup, ChildObserver, OwnerProxy
+from runner.proxy.server import CacheLookup, ChildObserver, OwnerProxy, RefusedWrite
 
-__all__ = ["CacheLookup", "ChildObserver", "OwnerProxy"]
+__all__ = ["CacheLookup", "ChildObserver", "OwnerProxy", "RefusedWrite"]

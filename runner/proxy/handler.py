@@ -65,6 +65,11 @@ def flag(query: Mapping[str, list[str]], name: str) -> bool:
     return query.get(name, ["false"])[0] in ("true", "1")
 
 
+def _allowed_read_only(method: str, query: Mapping[str, list[str]]) -> bool:
+    """What a read-only proxy forwards: reads, and writes the API server only dry-runs."""
+    return method in ("GET", "HEAD") or query.get("dryRun") == ["All"]
+
+
 def _is_apply(content_type: str) -> bool:
     return content_type.split(";", maxsplit=1)[0].strip() == APPLY_PATCH
 
@@ -133,6 +138,14 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length) if length else None
             if owner is None:
                 self._send(401, _status_body(401, "Unauthorized", "no live run owns this token"))
+                return
+            if proxy.read_only and (
+                self.headers.get("Upgrade")
+                or not _allowed_read_only(self.command, parse_qs(urlsplit(self.path).query))
+            ):
+                proxy.refuse(self.command, self.path, body)
+                message = f"read-only proxy: {self.command} {urlsplit(self.path).path} refused"
+                self._send(403, _status_body(403, "Forbidden", message))
                 return
             if self.headers.get("Upgrade"):
                 self._switch(body)  # exec, attach, port-forward

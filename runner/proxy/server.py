@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, parse_qs
@@ -45,6 +46,15 @@ ChildObserver = Callable[[ownership.Owner, Resource, KubeObject], None]
 CacheLookup = Callable[[Resource, str, str], KubeObject | None]
 
 
+@dataclass(frozen=True)
+class RefusedWrite:
+    """A write a read-only proxy answered with 403 instead of forwarding it."""
+
+    method: str
+    path: str
+    body: bytes | None
+
+
 class OwnerProxy:
     """A local HTTP proxy to the API server, bound to 127.0.0.1.
 
@@ -52,6 +62,11 @@ class OwnerProxy:
     the address. ``cache`` looks objects up in the runner's informers, ``caches``
     tells which kinds they hold, and ``blacklists`` (owner kind → kinds) names kinds
     a watch never serves from a cache.
+
+    ``read_only`` (``playbook-operator preview``): reads pass; every write is answered
+    403 and kept in :attr:`refused` — except a write with ``dryRun=All``, which the API
+    server validates and answers without persisting anything (kubernetes.core sends
+    its writes so in check mode). Exec, attach and port-forward are refused too.
     """
 
     def __init__(
@@ -64,9 +79,12 @@ class OwnerProxy:
         cache: CacheLookup | None = None,
         caches: Callable[[GVK], bool] | None = None,
         blacklists: Mapping[GVK, frozenset[GVK]] | None = None,
+        read_only: bool = False,
     ) -> None:
         self.client = client
         self.inject_owner = inject_owner
+        self.read_only = read_only
+        self.refused: list[RefusedWrite] = []
         self.on_child = on_child
         self.cache = cache
         self.caches = caches
@@ -158,6 +176,11 @@ class OwnerProxy:
             path.unlink(missing_ok=True)
 
     # -- request handling (called from handler threads) --------------------
+
+    def refuse(self, method: str, path: str, body: bytes | None) -> None:
+        """Note a write a read-only proxy did not let through."""
+        with self._lock:
+            self.refused.append(RefusedWrite(method=method, path=path, body=body))
 
     def resource_of(self, target: paths.Target) -> Resource | None:
         try:

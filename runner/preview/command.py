@@ -1,0 +1,77 @@
+"""``playbook-operator preview CR.yaml``: its flags, and the report on standard output.
+
+The entry of the preview (see :mod:`runner.preview.session`): flags → settings →
+one check-mode run → the report, as text or JSON. Exit status: 0 when the run
+went through, 1 when a task failed (the report says which), 2 for a CR file,
+watches.yaml or cluster that cannot be previewed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from runner import errors, logs, watches
+from runner import settings as settings_mod
+from runner.kube import errors as kube_errors
+from runner.preview import report, session
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cr_file", metavar="CR.yaml", help="the custom resource to preview")
+    parser.add_argument("--watches-file", default="./watches.yaml", help="path to watches.yaml")
+    parser.add_argument(
+        "--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)"
+    )
+    parser.add_argument(
+        "--namespace",
+        "-n",
+        default=None,
+        help="namespace of a CR whose file names none (default: the kubeconfig's)",
+    )
+    parser.add_argument("--ansible-args", default="", help="extra arguments for ansible-playbook")
+    parser.add_argument("--ansible-roles-path", default="", help="extra roles path")
+    parser.add_argument("--ansible-collections-path", default="", help="extra collections path")
+    parser.add_argument(
+        "--output", "-o", choices=["text", "json"], default="text", help="report format"
+    )
+
+
+def main(args: argparse.Namespace, *, environ: Mapping[str, str]) -> int:
+    logs.setup(fmt=settings_mod.LogFormat.CONSOLE, level=logs.zap_level("error"))
+    roles_path = _paths(args.ansible_roles_path or environ.get("ANSIBLE_ROLES_PATH", ""))
+    collections_path = _paths(
+        args.ansible_collections_path or environ.get("ANSIBLE_COLLECTIONS_PATH", "")
+    )
+    try:
+        loaded = watches.load(
+            Path(args.watches_file),
+            environ=environ,
+            roles_path=roles_path,
+            collections_path=collections_path,
+            base_dir=Path.cwd(),
+        )
+        settings = settings_mod.Settings(
+            watches_file=Path(args.watches_file),
+            watches=tuple(loaded),
+            kubeconfig=args.kubeconfig,
+            ansible_args=args.ansible_args,
+            ansible_roles_path=roles_path,
+            ansible_collections_path=collections_path,
+            ansible_log_events=settings_mod.LogEvents.NOTHING,
+            environ=dict(environ),
+        )
+        found = session.preview(
+            cr_file=Path(args.cr_file), settings=settings, namespace=args.namespace
+        )
+    except (errors.PlaybookOperatorError, kube_errors.KubeError) as exc:
+        print(f"playbook-operator preview: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(found.to_json() + "\n" if args.output == "json" else report.render(found))
+    return 1 if found.runner_status != "Successful" else 0
+
+
+def _paths(value: str) -> tuple[str, ...]:
+    return tuple(p for p in value.split(":") if p)
