@@ -54,6 +54,12 @@ def prepare(settings: settings_mod.Settings) -> tuple[settings_mod.Settings, Sna
     )
     snaps.include(p for w in settings.watches for p in targets(w))
     snaps.activate(snaps.make())
+    # A roles path into the project (make run's ANSIBLE_ROLES_PATH=$PWD/roles) is read
+    # through the snapshot too, or roles found on it would run from the project itself.
+    settings = dataclasses.replace(
+        settings,
+        ansible_roles_path=tuple(snaps.through_current(p) for p in settings.ansible_roles_path),
+    )
     loaded = load_watches(snaps.current_watches, base=snaps.current, settings=settings)
     return dataclasses.replace(settings, watches=tuple(loaded)), snaps
 

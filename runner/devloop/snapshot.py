@@ -117,6 +117,13 @@ class Snapshots:
     def discard(self, snap: Path) -> None:
         shutil.rmtree(snap, ignore_errors=True)
 
+    def through_current(self, entry: str) -> str:
+        """A search path entry into the project, as the same place in ``current``."""
+        path = Path(entry).expanduser()
+        if path.is_absolute() and path.is_relative_to(self.source):
+            return str(self.current / path.relative_to(self.source))
+        return entry
+
     def source_of(self, path: Path) -> Path:
         """The project file a path under ``current`` (or a snapshot) is the copy of."""
         for base in (self.current, *self.root.glob("snap-*")):

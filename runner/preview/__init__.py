@@ -1,16 +1,16 @@
 """``playbook-operator preview``: what a custom resource would change, changing nothing.
 
 Runs the CR's role or playbook once against the live cluster in Ansible's check
-mode with diffs, through the runtime's own Ansible layer and a read-only proxy
-(``target`` → ``session`` → ``report``; ``command`` is the subcommand's flags and
-output). Sits beside the runtime, above the Ansible and proxy stages it reuses
-(watch → queue → reconcile → **ansible** → status): it never watches, queues or
-writes status.
+mode with diffs, through the runtime's own Ansible layer and a read-only proxy:
+``target`` (the CR and its watch) → ``session`` (the run) → ``report``;
+``command`` turns the subcommand's flags into a run and prints the report. Sits
+beside the runtime, above the Ansible and proxy stages it reuses (watch → queue →
+reconcile → **ansible** → status): it never watches, queues or writes status.
 """
 
-from runner.preview.command import add_arguments, main
+from runner.preview.command import main
 from runner.preview.report import Report, render
 from runner.preview.session import preview
 from runner.preview.target import PreviewError
 
-__all__ = ["PreviewError", "Report", "add_arguments", "main", "preview", "render"]
+__all__ = ["PreviewError", "Report", "main", "preview", "render"]

@@ -1,6 +1,7 @@
-"""``playbook-operator preview CR.yaml``: its flags, and the report on standard output.
+"""``playbook-operator preview CR.yaml``: from its flags to the report on standard output.
 
-The entry of the preview (see :mod:`runner.preview.session`): flags → settings →
+The entry of the preview (see :mod:`runner.preview.session`; the flags are defined
+with the other subcommands' in :mod:`runner.cli`): flags → settings →
 one check-mode run → the report, as text or JSON. Exit status: 0 when the run
 went through, 1 when a task failed (the report says which), 2 for a CR file,
 watches.yaml or cluster that cannot be previewed.
@@ -17,26 +18,6 @@ from runner import errors, logs, watches
 from runner import settings as settings_mod
 from runner.kube import errors as kube_errors
 from runner.preview import report, session
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("cr_file", metavar="CR.yaml", help="the custom resource to preview")
-    parser.add_argument("--watches-file", default="./watches.yaml", help="path to watches.yaml")
-    parser.add_argument(
-        "--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)"
-    )
-    parser.add_argument(
-        "--namespace",
-        "-n",
-        default=None,
-        help="namespace of a CR whose file names none (default: the kubeconfig's)",
-    )
-    parser.add_argument("--ansible-args", default="", help="extra arguments for ansible-playbook")
-    parser.add_argument("--ansible-roles-path", default="", help="extra roles path")
-    parser.add_argument("--ansible-collections-path", default="", help="extra collections path")
-    parser.add_argument(
-        "--output", "-o", choices=["text", "json"], default="text", help="report format"
-    )
 
 
 def main(args: argparse.Namespace, *, environ: Mapping[str, str]) -> int:
