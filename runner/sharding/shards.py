@@ -114,6 +114,7 @@ class Shards:
         self._existed: set[str] = set()  # keys known at the latest round
         self._seen: dict[str, _Seen] = {}
         self._rings: dict[tuple[str, ...], ring.Ring] = {}
+        self._waiting = False  # join() logged that it waits for an earlier Lease
         self.stats = Stats()
 
     # -- what the controller asks --------------------------------------------
@@ -167,10 +168,12 @@ class Shards:
             take_over = True
             deadline = self._seen[mine.replica].at + mine.duration
             if now < deadline:
-                log.info(
-                    "waiting for this replica's previous Lease to expire",
-                    extra={"replica": self.replica, "holder": mine.holder},
-                )
+                if not self._waiting:  # once, not every round
+                    self._waiting = True
+                    log.info(
+                        "waiting for this replica's previous Lease to expire",
+                        extra={"replica": self.replica, "holder": mine.holder},
+                    )
                 return []
         with self._lock:
             self._view = _View(target=self._target(members, now), published=None)

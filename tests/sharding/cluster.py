@@ -100,12 +100,12 @@ def last_runs(records: list[Run]) -> dict[str, Run]:
     return latest
 
 
-def shard_probe(name: str, namespace: str, wave: int) -> dict[str, Any]:
+def shard_probe(name: str, namespace: str, wave: int, *, child: bool = False) -> dict[str, Any]:
     return {
         "apiVersion": SHARD_PROBE.api_version,
         "kind": SHARD_PROBE.kind,
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"wave": wave},
+        "spec": {"wave": wave, "child": child},
     }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from runner.kube.client import Client
+from runner.kube.types import GVK
 from tests.helpers import unique_name, wait_for
 from tests.sharding.cluster import (
     FIXTURES,
@@ -32,6 +33,10 @@ from tests.sharding.cluster import (
 )
 
 OBJECTS = 60
+WITH_CHILD = 6  # the first objects also write a child ConfigMap (a dependent object)
+CONFIGMAP = GVK("", "v1", "ConfigMap")
+LEASE = GVK("coordination.k8s.io", "v1", "Lease")
+VIEW = "playbook-operator.io/shard-view"
 CONVERGE = 300.0  # seconds; generous: a loaded 2-core machine runs several suites at once
 
 StartReplica = Callable[[str], Replica]
@@ -92,6 +97,26 @@ def wait_shared(replicas: list[Replica]) -> None:
     )
 
 
+def wait_views(kube: Client, namespace: str, members: list[str]) -> None:
+    """Until every Lease of the group publishes the view of exactly ``members``."""
+    want = ",".join(sorted(members))
+
+    def views() -> dict[str, str]:
+        listed = kube.list(LEASE, namespace=namespace).get("items") or []
+        return {
+            item["metadata"]["name"]: (item["metadata"].get("annotations") or {}).get(VIEW, "")
+            for item in listed
+            if VIEW in (item["metadata"].get("annotations") or {})
+        }
+
+    wait_for(
+        views,
+        until=lambda seen: len(seen) == len(members) and set(seen.values()) == {want},
+        describe=f"{len(members)} shard Leases all publishing the view {want}",
+        timeout=CONVERGE,
+    )
+
+
 def moved(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return sorted(key for key in after if before[key].replica != after[key].replica)
 
@@ -102,8 +127,10 @@ def test_replicas_share_the_objects_and_hand_them_over_without_overlap(
     first_three = [start_replica(name) for name in ("r1", "r2", "r3")]
     names = [f"cr-{index:02d}" for index in range(OBJECTS)]
     keys = [f"{namespace}/{name}" for name in names]
-    for name in names:
-        kube.create(SHARD_PROBE, shard_probe(name, namespace, 1), namespace=namespace)
+    wait_views(kube, namespace, ["r1", "r2", "r3"])  # steady membership before any object
+    for index, name in enumerate(names):
+        body = shard_probe(name, namespace, 1, child=index < WITH_CHILD)
+        kube.create(SHARD_PROBE, body, namespace=namespace)
 
     # 3 replicas: every object reconciled, by one replica each, roughly a third each.
     wave1 = converged(run_log, keys=keys, wave=1, timeout=CONVERGE)
@@ -169,6 +196,37 @@ def test_replicas_share_the_objects_and_hand_them_over_without_overlap(
     assert first_taken <= LEASE_SECONDS + 30, (
         f"expected r4's objects taken over soon after its Lease expired; "
         f"the first ran {first_taken:.1f}s after the kill"
+    )
+
+    # A dependent's event reaches its owner's replica only: deleting the child
+    # ConfigMaps gets one run of each owner, by the replica that owns it.
+    parents = keys[:WITH_CHILD]
+    before = Counter(run.key for run in runs(run_log))
+    for name in names[:WITH_CHILD]:
+        kube.delete(CONFIGMAP, name=f"{name}-child", namespace=namespace)
+    wait_for(
+        lambda: Counter(run.key for run in runs(run_log)),
+        until=lambda now: all(now[key] > before[key] for key in parents),
+        describe=f"a run of each of {parents} after its child was deleted",
+        timeout=CONVERGE,
+    )
+
+    def children() -> list[str]:
+        listed = kube.list(CONFIGMAP, namespace=namespace).get("items") or []
+        return sorted(item["metadata"]["name"] for item in listed)
+
+    wanted = [f"{name}-child" for name in names[:WITH_CHILD]]
+    wait_for(
+        children,
+        until=lambda found: set(wanted) <= set(found),
+        describe=f"the child ConfigMaps {wanted} written again",
+        timeout=CONVERGE,
+    )
+    rerun = [run for run in runs(run_log) if run.key in parents and run.wave == 4]
+    strangers = [run for run in rerun if run.replica != wave4[run.key].replica]
+    assert not strangers, (
+        f"expected only the owners' replicas to run the parents of deleted children; "
+        f"saw {strangers}"
     )
 
     records = runs(run_log)
