@@ -229,12 +229,26 @@ def test_replicas_share_the_objects_and_hand_them_over_without_overlap(
         f"saw {strangers}"
     )
 
+    # r4 comes back under the same id: it takes back exactly the objects it had, each
+    # run once by it on the handover, without any spec change.
+    back_at = time.time()
+    r4 = start_replica("r4")
+    wait_shared([r1, r2, r3, r4])
+    wait_for(
+        lambda: sorted(
+            {run.key for run in runs(run_log) if run.replica == "r4" and run.start > back_at}
+        ),
+        until=lambda taken: taken == sorted(orphans),
+        describe=f"r4 back to running its {len(orphans)} objects (shown: those it ran)",
+        timeout=CONVERGE,
+    )
+
     records = runs(run_log)
     clashes = overlaps(records)
     assert not clashes, f"expected no two runs of one object at once; saw {clashes[:5]}"
     acquired = sum(
         r.metric("playbook_operator_shard_handovers_total", direction="acquired")
-        for r in (r1, r2, r3)
+        for r in (r1, r2, r3, r4)
     )
     assert acquired >= len(orphans), (
         f"expected the survivors to count at least {len(orphans)} acquired objects; saw {acquired}"
