@@ -8,6 +8,10 @@ compiled and linked once; ``etcd`` comes from the wrapper module in
 out of kwok's module into ``kwok-stages.yaml``, because kwok refuses to run without
 them. A stamp file records the pin each output was built from, so a second run only
 rebuilds what a pin change (or a missing file) made stale.
+
+go's own output (a cold build prints hundreds of "go: downloading" lines) is not shown:
+:class:`~devcluster.progress.GoProgress` reports what is built and how far along it is
+every few seconds, and go's errors are shown when a step fails.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ import fcntl
 import json
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from devcluster import binaries, errors, pins
+from devcluster import binaries, errors, pins, progress
 
 STAMP = ".stamp.json"
 K8S_LINKS = (
@@ -74,42 +79,74 @@ def targets(p: pins.Pins) -> tuple[Target, ...]:
     )
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+_duration = progress.duration
 
 
 def _size(size: int) -> str:
     return f"{size / 2**20:.0f} MiB" if size >= 2**20 else f"{size / 1024:.0f} KiB"
 
 
-def _go(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str:
-    """Run ``go`` and return its stdout; its stderr streams to ours so progress shows."""
+def _go(
+    args: list[str],
+    *,
+    cwd: Path,
+    watch: progress.GoProgress,
+    env: dict[str, str] | None = None,
+    compiling: bool = False,
+) -> str:
+    """Run ``go`` and return its stdout; its stderr feeds ``watch`` (progress, errors)."""
     command = ["go", *args]
     # A developer's go.work must not pull other modules into these pinned builds.
     full_env = {**os.environ, "GOWORK": "off", **(env or {})}
     try:
-        done = subprocess.run(
-            command, cwd=cwd, env=full_env, stdout=subprocess.PIPE, text=True, check=False
+        child = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
     except FileNotFoundError as exc:
         raise errors.BuildError("`go` is not on PATH; Go 1.26 is needed to build") from exc
-    if done.returncode != 0:
-        raise errors.BuildError(f"`{' '.join(command)}` in {cwd} exited {done.returncode}")
-    return done.stdout
+    out_pipe, err_pipe = child.stdout, child.stderr
+    assert out_pipe is not None and err_pipe is not None
+    stdout: list[str] = []
+    # stdout (JSON, package lists) is read beside stderr so that neither pipe fills up.
+    reader = threading.Thread(target=lambda: stdout.append(out_pipe.read()), daemon=True)
+    reader.start()
+    for line in err_pipe:
+        watch.line(line, compiling=compiling)
+    code = child.wait()
+    reader.join()
+    if code != 0:
+        raise errors.BuildError(
+            f"`{' '.join(command)}` in {cwd} exited {code}:\n{watch.output() or '(no output)'}"
+        )
+    return "".join(stdout)
 
 
-def _module_info(module: str, version: str, *, cwd: Path) -> dict[str, str]:
+def _compile(args: list[str], *, cwd: Path, watch: progress.GoProgress) -> None:
+    """``go build -v`` of ``.`` in ``cwd``, counting its packages against ``go list -deps``."""
+    listed = _go(["list", "-deps", "."], cwd=cwd, watch=watch)
+    watch.start("compiling", total=len(listed.split()))
+    _go(["build", "-v", *args], cwd=cwd, watch=watch, compiling=True)
+
+
+def _module_info(
+    module: str, version: str, *, cwd: Path, watch: progress.GoProgress
+) -> dict[str, str]:
     info: dict[str, str] = json.loads(
-        _go(["mod", "download", "-json", f"{module}@{version}"], cwd=cwd)
+        _go(["mod", "download", "-json", f"{module}@{version}"], cwd=cwd, watch=watch)
     )
     return info
 
 
-def _k8s_ldflags(p: pins.Pins, *, cwd: Path) -> str:
+def _k8s_ldflags(p: pins.Pins, *, cwd: Path, watch: progress.GoProgress) -> str:
     # Without these the binaries report v0.0.0-master, and clients that gate on the
     # server version misbehave. The release time from the proxy's .info file keeps the
     # build date reproducible.
-    info_file = _module_info("k8s.io/kubernetes", p.kubernetes, cwd=cwd)["Info"]
+    info_file = _module_info("k8s.io/kubernetes", p.kubernetes, cwd=cwd, watch=watch)["Info"]
     released = json.loads(Path(info_file).read_text()).get("Time", "1970-01-01T00:00:00Z")
     base = "k8s.io/component-base/version"
     return " ".join(
@@ -126,11 +163,11 @@ def _k8s_ldflags(p: pins.Pins, *, cwd: Path) -> str:
     )
 
 
-def _build_k8s(p: pins.Pins, bin_dir: Path) -> None:
+def _build_k8s(p: pins.Pins, bin_dir: Path, watch: progress.GoProgress) -> None:
     source = pins.module_dir("k8s")
     tmp = bin_dir / "k8s.tmp"
-    flags = _k8s_ldflags(p, cwd=source)
-    _go(["build", "-trimpath", "-ldflags", flags, "-o", str(tmp), "."], cwd=source)
+    flags = _k8s_ldflags(p, cwd=source, watch=watch)
+    _compile(["-trimpath", "-ldflags", flags, "-o", str(tmp), "."], cwd=source, watch=watch)
     # Rename over the old file so a running apiserver keeps its (old) inode.
     tmp.replace(bin_dir / "k8s")
     for link in K8S_LINKS:
@@ -140,35 +177,46 @@ def _build_k8s(p: pins.Pins, bin_dir: Path) -> None:
         path.symlink_to("k8s")
 
 
-def _build_etcd(p: pins.Pins, bin_dir: Path) -> None:
+def _build_etcd(p: pins.Pins, bin_dir: Path, watch: progress.GoProgress) -> None:
     source = pins.module_dir("etcd")
     tmp = bin_dir / "etcd.tmp"
-    _go(["build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), "."], cwd=source)
+    _compile(["-trimpath", "-ldflags", "-s -w", "-o", str(tmp), "."], cwd=source, watch=watch)
     tmp.replace(bin_dir / binaries.ETCD)
 
 
-def _build_kwok(p: pins.Pins, bin_dir: Path) -> None:
+def _build_kwok(p: pins.Pins, bin_dir: Path, watch: progress.GoProgress) -> None:
     gobin = bin_dir / "kwok.gobin"
     gobin.mkdir(exist_ok=True)
     # kwok reads its own version from the module's build info, so no -X is needed.
+    # `go install module@version` has no module to `go list` in: no total, only a count.
+    watch.start("compiling")
     _go(
-        ["install", "-trimpath", "-ldflags", "-s -w", f"{pins.KWOK_MODULE}/cmd/kwok@{p.kwok}"],
+        [
+            "install",
+            "-v",
+            "-trimpath",
+            "-ldflags",
+            "-s -w",
+            f"{pins.KWOK_MODULE}/cmd/kwok@{p.kwok}",
+        ],
         cwd=bin_dir,
         env={"GOBIN": str(gobin)},
+        watch=watch,
+        compiling=True,
     )
     (gobin / "kwok").replace(bin_dir / binaries.KWOK)
     gobin.rmdir()
 
 
-def _build_stages(p: pins.Pins, bin_dir: Path) -> None:
-    module = Path(_module_info(pins.KWOK_MODULE, p.kwok, cwd=bin_dir)["Dir"])
+def _build_stages(p: pins.Pins, bin_dir: Path, watch: progress.GoProgress) -> None:
+    module = Path(_module_info(pins.KWOK_MODULE, p.kwok, cwd=bin_dir, watch=watch)["Dir"])
     parts = [f"# Generated by `devcluster build` from {pins.KWOK_MODULE}@{p.kwok}; do not edit.\n"]
     for relative in KWOK_STAGES:
         parts.append(f"---\n# {relative}\n" + (module / relative).read_text())
     (bin_dir / binaries.STAGES_FILE).write_text("".join(parts))
 
 
-BUILDERS: dict[str, Callable[[pins.Pins, Path], None]] = {
+BUILDERS: dict[str, Callable[[pins.Pins, Path, progress.GoProgress], None]] = {
     "k8s": _build_k8s,
     "etcd": _build_etcd,
     "kwok": _build_kwok,
@@ -216,15 +264,20 @@ def build(
     steps: list[Step] = []
     with _locked(directory):
         stamp = _read_stamp(directory)
-        for target in targets(p):
+        all_targets = targets(p)
+        for index, target in enumerate(all_targets, start=1):
             if skip_overridden and _overridden(target):
                 continue
             if not force and not _stale(target, bin_dir=directory, stamp=stamp):
                 steps.append(Step(target.name, built=False, seconds=0.0))
                 continue
-            out(f"building {target.name} ({', '.join(target.outputs)}) at {target.key} ...")
+            number = f"{index}/{len(all_targets)}"
+            out(
+                f"building {target.name} ({number}: {', '.join(target.outputs)}) at "
+                f"{target.key} ..."
+            )
             started = time.monotonic()
-            BUILDERS[target.name](p, directory)
+            BUILDERS[target.name](p, directory, progress.GoProgress(target=target.name, out=out))
             elapsed = time.monotonic() - started
             stamp[target.name] = target.key
             (directory / STAMP).write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")

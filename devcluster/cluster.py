@@ -41,7 +41,9 @@ def _quiet(_: str) -> None:
 
 
 def default_data_dir() -> Path:
-    return pins.repo_root() / ".cluster"
+    """``.cluster/`` in the source checkout; in the current directory without one."""
+    root = pins.checkout()
+    return (root if root is not None else Path.cwd()) / ".cluster"
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -9,18 +9,44 @@ wrote last time, and ``binaries`` names the bin directory after the Kubernetes p
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from devcluster import errors
 
 #: kwok is `go install`ed at this version (v0.8.0 is the newest whose go.mod fits Go 1.26).
 KWOK_VERSION = "v0.8.0"
 KWOK_MODULE = "sigs.k8s.io/kwok"
 
 
+#: Names the source checkout to build from when the package is not installed from one.
+SOURCE_ENV = "DEVCLUSTER_SOURCE"
+
+
+def checkout() -> Path | None:
+    """The source checkout the binaries are built from and kept in: ``$DEVCLUSTER_SOURCE``,
+    else the one this package lives in (an editable install, as ``make venv`` makes);
+    None when neither holds ``hack/cluster/`` (a wheel install carries no Go modules)."""
+    explicit = os.environ.get(SOURCE_ENV)
+    root = Path(explicit) if explicit else Path(__file__).resolve().parent.parent
+    return root if (root / "hack" / "cluster").is_dir() else None
+
+
 def repo_root() -> Path:
-    """The checkout this package lives in (the dev cluster is a development tool, run from it)."""
-    return Path(__file__).resolve().parent.parent
+    """The checkout of :func:`checkout`; raises :class:`~devcluster.errors.BuildError` when
+    there is none. Projects elsewhere (``playbook-operator init``) share its binaries."""
+    root = checkout()
+    if root is None:
+        where = os.environ.get(SOURCE_ENV) or str(Path(__file__).resolve().parent.parent)
+        raise errors.BuildError(
+            f"no hack/cluster/ under {where}: the control plane is built from Playbook "
+            "Operator's source checkout, which this installation does not come from; "
+            f"install it from a checkout (pip install -e <checkout>), set ${SOURCE_ENV} "
+            "to a checkout, or supply the binaries with $KUBEBUILDER_ASSETS / $TEST_ASSET_*"
+        )
+    return root
 
 
 def module_dir(name: str) -> Path:

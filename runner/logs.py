@@ -8,7 +8,9 @@ The knobs are controller-runtime's zap flags, as ansible-operator takes them
 (:func:`zap_level`, :func:`zap_stacktrace_level`, ``--zap-time-encoding``). Blocks
 of raw Ansible output (the PLAY RECAP after each run, the whole output with
 ``ANSIBLE_DEBUG_LOGS``) go to standard output as ansible-operator prints them
-(:func:`print_block`); log lines go to standard error.
+(:func:`print_block`); log lines go to standard error. A line carrying the
+:data:`ONCE` field is written once per process per value: Ansible repeats a
+deprecation warning in every run, the log shows it once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 import traceback
 from collections.abc import Mapping, MutableMapping
 from datetime import UTC, datetime
@@ -32,6 +35,9 @@ _ZAP_LEVELS = {
     "error": logging.ERROR,
     "panic": logging.CRITICAL,
 }
+#: A line whose ``extra`` holds this field is written once per process per distinct value
+#: (Ansible's warnings, which every run repeats); fields starting with "_" are not shown.
+ONCE = "_once"
 #: zap's ``--zap-stacktrace-level`` names.
 _STACKTRACE_LEVELS = {"info": logging.INFO, "error": logging.ERROR, "panic": logging.CRITICAL}
 
@@ -50,8 +56,34 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
     # BoundLogger nests its fields so names like "name" cannot clash with LogRecord's own.
     nested = found.pop("fields", None)
     if isinstance(nested, dict):
-        found.update(nested)
+        found.update((k, v) for k, v in nested.items() if not str(k).startswith("_"))
     return found
+
+
+def _once_key(record: logging.LogRecord) -> Any:
+    nested = getattr(record, "fields", None)
+    if isinstance(nested, dict) and ONCE in nested:
+        return nested[ONCE]
+    return getattr(record, ONCE, None)
+
+
+class _OncePerProcess(logging.Filter):
+    """Drops a line whose ``_once`` value was logged before (see :data:`ONCE`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[Any] = set()
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = _once_key(record)
+        if key is None:
+            return True
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+        return True
 
 
 def zap_level(text: str) -> int:
@@ -185,6 +217,7 @@ def setup(
     handler = logging.StreamHandler(sys.stderr)
     kind = JsonFormatter if fmt is settings_mod.LogFormat.JSON else ConsoleFormatter
     handler.setFormatter(kind(time_encoding=time_encoding, stacktrace_level=stacktrace_level))
+    handler.addFilter(_OncePerProcess())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

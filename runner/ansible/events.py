@@ -14,6 +14,9 @@ order, on one thread; after the run the runner turns the tally into a
 - log lines follow ``--ansible-log-events``: ``Tasks`` logs task starts
   (except ``debug``/``set_fact``), debug output and failures; ``Everything`` one
   line per event; ``Nothing`` nothing.
+- a task's warnings and deprecations are logged as ``ansible warning`` /
+  ``ansible deprecation warning`` lines, which :mod:`runner.logs` writes once per
+  process per message (every run repeats them), and are cut from its output line.
 
 A failure that a ``rescue`` later catches is still logged when it happens:
 rescue is only known at the end.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -52,6 +56,12 @@ DEFAULT_FAILURE = "unknown playbook failure"
 CENSORED = "the output has been hidden due to the fact that 'no_log: true' was specified"
 _MESSAGE_LIMIT = 2000
 _TAIL_LINES = 40
+#: The ``extra`` field that makes runner.logs write a line once per process per value.
+ONCE = "_once"
+_WARNING_PREFIXES = ("[WARNING]:", "[DEPRECATION WARNING]:")
+# What a task's output goes on with after its warnings: the result line, and so on.
+_RESULT_PREFIXES = ("ok:", "changed:", "fatal:", "failed:", "skipping:", "included:", "[")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
@@ -182,11 +192,18 @@ class Tally:
             return
         fields = {"task": _task(data), "role": _role(data)}
         action = data.get("resolved_action") or data.get("task_action")
-        if self._verbosity > 0 and event.get("stdout") and not _censored(data):
+        for kind, text in _warnings(data.get("res")):
+            # Every run is a new ansible-playbook, so Ansible repeats its warnings in each;
+            # logs.setup's filter lets one line per distinct warning through per process.
+            self._log.warning(
+                f"ansible {kind}", extra={**fields, "warning": text, ONCE: f"{kind}:{text}"}
+            )
+        stdout = _without_warnings(str(event.get("stdout") or ""))
+        if self._verbosity > 0 and stdout and not _censored(data):
             # The raw task output complements the structured lines below, never replaces
             # them; above the default verbosity (2) it is shown at info level.
             level = logging.INFO if self._verbosity > _DEFAULT_VERBOSITY else logging.DEBUG
-            self._log.log(level, "ansible output", extra={**fields, "stdout": event["stdout"]})
+            self._log.log(level, "ansible output", extra={**fields, "stdout": stdout})
         if name == "playbook_on_task_start" and action not in _QUIET_STARTS:
             self._log.info("task started", extra=fields)
         elif name == "runner_on_ok" and action in _DEBUG_ACTIONS:
@@ -208,6 +225,39 @@ class Tally:
         elif name == "runner_on_unreachable":
             error = _failure_message(data.get("res"))
             self._log.error("host unreachable", extra={**fields, "error": error})
+
+
+def _warnings(res: Any) -> list[tuple[str, str]]:
+    """A task result's ``warnings`` and ``deprecations`` as ("warning" | "deprecation
+    warning", message) pairs; ansible-core gives strings or mappings with ``msg``."""
+    if not isinstance(res, Mapping):
+        return []
+    found: list[tuple[str, str]] = []
+    for key, kind in (("warnings", "warning"), ("deprecations", "deprecation warning")):
+        entries = res.get(key)
+        for entry in entries if isinstance(entries, list) else []:
+            text = entry.get("msg") if isinstance(entry, Mapping) else entry
+            if isinstance(text, str) and text.strip():
+                found.append((kind, text.strip()))
+    return found
+
+
+def _without_warnings(stdout: str) -> str:
+    """``stdout`` without Ansible's ``[WARNING]``/``[DEPRECATION WARNING]`` blocks (a
+    marker line and, on ansible-core 2.18, its wrapped continuation lines): they are
+    logged once each, from the result, instead of in every run's output."""
+    kept: list[str] = []
+    skipping = False
+    for line in stdout.splitlines():
+        plain = _ANSI.sub("", line)
+        if plain.startswith(_WARNING_PREFIXES):
+            skipping = True
+            continue
+        if skipping and plain.strip() and not plain.startswith(_RESULT_PREFIXES):
+            continue
+        skipping = False
+        kept.append(line)
+    return "\n".join(kept).strip("\n")
 
 
 def _host(data: Mapping[str, Any]) -> str:
