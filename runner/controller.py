@@ -119,11 +119,12 @@ class Controller:
         (or the keys ``map_keys`` derives, e.g. a child's owners)."""
 
         def handle(event: Event) -> None:
-            if map_keys is None and self._gate is not None:
-                present = event.type is not EventType.DELETED
-                self._gate.seen(self.gvk, object_key(event.obj), present=present)
             if not predicate(event):
                 return
+            if map_keys is None and self._gate is not None:
+                # Only objects the watch selects: the gate enqueues them when they move here.
+                present = event.type is not EventType.DELETED
+                self._gate.seen(self.gvk, object_key(event.obj), present=present)
             if map_keys is None and self._observer is not None:
                 self._observer.matched(gvk=self.gvk, event=event)
             keys = map_keys(event) if map_keys else [object_key(event.obj)]
