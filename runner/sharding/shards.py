@@ -225,7 +225,14 @@ class Shards:
         now = self._clock.now()
         self._observe(members, now)
         mine = next((m for m in members if m.replica == self.replica), None)
-        if mine is not None and mine.holder != self._leases.holder:
+        if mine is None:
+            # Deleted since our write (by hand): our claims are not stored; start nothing
+            # until a later round has written the Lease again.
+            with self._lock:
+                self._fresh = False
+            log.warning("shard Lease missing after renewal", extra={"replica": self.replica})
+            return []
+        if mine.holder != self._leases.holder:
             raise membership.LeaseHeldError(
                 f"replica {self.replica}'s Lease is held by {mine.holder}"
             )

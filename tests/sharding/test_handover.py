@@ -253,3 +253,26 @@ def test_no_key_ever_runs_on_two_replicas_across_joins_leaves_and_kills(seed: in
     group.clock.advance(DURATION + 1)
     group.rounds(3)
     assert_complete(group.startable())
+
+
+def test_a_lease_deleted_under_a_replica_stops_its_starts_until_written_again() -> None:
+    group = Group()
+    a = group.add("a")
+    group.rounds(1)
+    group.store.leases.pop("a")  # deleted by hand between a's write and its read
+    original = group.store.leases.copy()
+    fake = a._leases
+    assert isinstance(fake, FakeLeases)
+    write = fake.write
+
+    def write_then_lose(*, view: tuple[str, ...], take_over: bool = False) -> None:
+        write(view=view, take_over=take_over)
+        group.store.leases.clear()
+        group.store.leases.update(original)
+
+    fake.write = write_then_lose  # type: ignore[method-assign]
+    a.tick()
+    assert not a.begin(KIND, KEYS[0]), "expected no start while a's Lease is not stored"
+    fake.write = write  # type: ignore[method-assign]
+    a.tick()
+    assert a.begin(KIND, KEYS[0]), "expected starts again once a's Lease is written"
