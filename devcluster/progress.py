@@ -3,7 +3,7 @@
 A cold build of the control plane prints hundreds of ``go: downloading <module>`` lines
 and, with ``-v``, one line per compiled package. :class:`GoProgress` reads those lines
 and reports, at most every ``interval`` seconds, what it builds and how far along it is
-("k8s: compiling 812/2390 packages (34%), 161 modules downloaded, 2m10s"). Anything else
+("k8s: compiling 812/2616 packages (31%), 161 modules downloaded, 2m10s"). Anything else
 go prints (errors) is kept, and shown in full when the build fails.
 """
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from devcluster import builder, errors, progress
+from devcluster import builder, cluster, errors, pins, progress
 
 
 class Clock:
@@ -44,8 +44,22 @@ def test_progress_is_a_line_every_interval_with_counts_and_share() -> None:
 @pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go toolchain")
 def test_a_failing_go_step_reports_what_go_said(tmp_path: Path) -> None:
     (tmp_path / "go.mod").write_text("module example.com/broken\n\ngo 1.22\n")
-    (tmp_path / "main.go").write_text("package main\n\nfunc main() { undefined() }\n")
     watch = progress.GoProgress(target="broken", out=lambda _: None)
     with pytest.raises(errors.BuildError) as caught:
-        builder._go(["build", "-v", "."], cwd=tmp_path, watch=watch, compiling=True)
-    assert "undefined: undefined" in str(caught.value), f"saw {caught.value}"
+        builder._go(["build", "-v", "./missing"], cwd=tmp_path, watch=watch, compiling=True)
+    assert "missing" in str(caught.value).split("exited", 1)[1], (
+        f"expected go's own error after the exit code, saw {caught.value}"
+    )
+
+
+def test_without_a_source_checkout_the_build_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(pins.SOURCE_ENV, str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.BuildError, match=r"DEVCLUSTER_SOURCE.*KUBEBUILDER_ASSETS"):
+        builder.build(bin_dir=tmp_path / "bin")
+    assert cluster.default_data_dir() == tmp_path / ".cluster", "expected the current directory"
+    checkout = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv(pins.SOURCE_ENV, str(checkout))
+    assert pins.repo_root() == checkout, f"expected {checkout}, saw {pins.repo_root()}"
