@@ -24,7 +24,7 @@ class Clock:
 
 
 def test_progress_is_a_line_every_interval_with_counts_and_share() -> None:
-    clock, said = Clock(), []
+    clock, said = Clock(), list[str]()
     watch = progress.GoProgress(target="k8s", out=said.append, interval=15, clock=clock)
     for number in range(40):
         clock.now += 1
