@@ -194,6 +194,7 @@ class PayloadCache:
         self, *, run_cache: Path, module_name: str, module_path: str, sources: _Sources, since: int
     ) -> None:
         module_common = importlib.import_module("ansible.executor.module_common")
+        names: tuple[str, ...]
         try:
             names = (f"{module_common._get_ansible_module_fqn(module_path)}-",)
         except ValueError:  # a role's module: ansible-core names it after the module

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.warm import payload, reuse, tree, wire
+from runner.warm import payload, reuse, shortcut, tree, wire
 
 #: Environment variables that differ from run to run and that nothing pre-imported
 #: reads at import time, or that a child re-reads (ansible-core's constants, the
@@ -443,9 +443,12 @@ def _refresh_ansible() -> None:
 
 
 def _reuse(launcher: _Launcher) -> None:
-    """Hand the run what earlier runs computed (:mod:`runner.warm.reuse`). A failure
+    """Hand the run what earlier runs computed (:mod:`runner.warm.reuse`) and the cheaper
+    equivalents of hot ansible-core internals (:mod:`runner.warm.shortcut`). A failure
     here only costs the saving: the run computes everything itself, as cold."""
     try:
+        if launcher.kind == "program":
+            shortcut.install()
         launcher.routing.install()
         launcher.plugins.install()
         if launcher.payloads is not None:

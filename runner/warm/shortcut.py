@@ -1,0 +1,47 @@
+"""Equivalent, cheaper versions of ansible-core internals that a warm run calls often.
+
+Part of :mod:`runner.warm`, installed by :mod:`runner.warm.zygote` in each
+``ansible-playbook`` child. Each shortcut returns exactly what the original
+returns; it only avoids work nobody uses.
+
+* **The caller of a deprecated feature.** ansible-core finds who called a
+  deprecated feature (to name the plugin in the warning) by taking
+  ``inspect.stack()``: a ``FrameInfo`` with source lines for every frame of the
+  stack, which reads the source file of each frame and, to find each frame's
+  module, scans ``sys.modules`` (large in a warm process). It then uses the
+  first frame it does not skip. kubernetes.core's ``k8s`` action reaches a
+  deprecated property for every templated manifest, so this cost 13 % of a
+  warm Memcached run. :func:`lazy_iter_stack` yields the same ``FrameInfo``
+  objects, computed only as they are consumed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Iterator
+
+
+def lazy_iter_stack() -> Iterator[inspect.FrameInfo]:
+    """``ansible.module_utils._internal._stack.iter_stack``, one frame at a time: the frames
+    of ``inspect.stack()`` from this generator's own frame outwards, skipping any frame
+    with a ``_skip_stackwalk`` local, each described as ``inspect.getouterframes`` does."""
+    _skip_stackwalk = True  # this frame is skipped, as the original's is
+    frame = sys._getframe()
+    while frame is not None:
+        if "_skip_stackwalk" not in frame.f_locals:
+            info = inspect.getframeinfo(frame, 1)
+            yield inspect.FrameInfo(frame, *info, positions=info.positions)
+        frame = frame.f_back  # type: ignore[assignment]
+
+
+def install() -> None:
+    """In an ``ansible-playbook`` child: use the shortcuts (where ansible-core has the
+    internals they replace)."""
+    try:
+        stack = importlib.import_module("ansible.module_utils._internal._stack")
+    except ImportError:  # ansible-core before 2.19 has no such walk
+        return
+    if hasattr(stack, "iter_stack"):
+        setattr(stack, "iter_stack", lazy_iter_stack)  # noqa: B010 - patching a module

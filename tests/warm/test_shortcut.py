@@ -1,0 +1,44 @@
+"""The shortcuts a warm run installs return exactly what ansible-core's originals return."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from runner.warm import shortcut
+
+stack = pytest.importorskip(
+    "ansible.module_utils._internal._stack", reason="ansible-core before 2.19 has no stack walk"
+)
+
+
+def _described(frames: list[inspect.FrameInfo]) -> list[tuple[Any, ...]]:
+    return [
+        (f.filename, f.lineno, f.function, f.code_context, f.index, f.positions) for f in frames
+    ]
+
+
+def _walk(walk: Callable[[], Iterator[inspect.FrameInfo]]) -> list[inspect.FrameInfo]:
+    _skip_stackwalk = True  # a frame the walk must leave out
+    return _inner(walk)
+
+
+def _inner(walk: Callable[[], Iterator[inspect.FrameInfo]]) -> list[inspect.FrameInfo]:
+    return list(walk())
+
+
+def test_the_lazy_stack_walk_yields_the_frames_of_the_original() -> None:
+    # Both walks run from the same lines, so every frame they see is described alike.
+    original, lazy = (_walk(walk) for walk in (stack.iter_stack, shortcut.lazy_iter_stack))
+    functions = [f.function for f in lazy]
+    assert "_walk" not in functions and functions[0] == "_inner", (
+        f"expected _walk (it has _skip_stackwalk) left out and _inner first, got {functions[:3]}"
+    )
+    assert _described(lazy) == _described(original), (
+        f"expected the original's frames {_described(original)[:3]}..., "
+        f"got {_described(lazy)[:3]}..."
+    )
+    assert stack.caller_frame() is not None
