@@ -2,10 +2,14 @@
 # Ansible content, laid out as operator-sdk's ansible-operator images are (HOME and
 # WORKDIR /opt/ansible, uid 1001, entrypoint `... run --watches-file=./watches.yaml`).
 #
-#   make docker-build IMG=<registry>/memcached-operator:<tag>
+#   make docker-build IMG=<registry>/memcached-operator:<tag>   # CONTAINER_TOOL=docker|podman
+#   make docker-build-local IMG=...    # podman, no registry: a base made from Debian packages
+#                                      # (hack/image/base.sh), then this file unchanged
 #
 # Build args:
-#   PYTHON_IMAGE                 base image; pin it by digest in release builds.
+#   PYTHON_IMAGE                 base image; pin it by digest in release builds. Anything
+#                                with the same Debian release and Python minor that has
+#                                python3, pip and apt will do (hack/image/base.sh makes one).
 #   ANSIBLE_CORE                 "2.19" (default) or "2.18", the line operator-sdk's
 #                                ansible-operator images ship: roles written for them that
 #                                template numbers into strings may need 2.18 (see
@@ -15,7 +19,17 @@
 #                                from Galaxy. "false": skip it, for build hosts that cannot
 #                                reach Galaxy; the `ansible` package the runner depends on
 #                                already bundles kubernetes.core (6.x with 2.19, 5.x with 2.18).
-ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+ARG PYTHON_IMAGE=docker.io/library/python:3.11.14-slim-bookworm
+
+# The runner's dependencies, read from pyproject.toml (their single source) into a file of
+# their own: the layer that installs them is built again when they change, not when the
+# runner's sources or another line of pyproject.toml do.
+FROM ${PYTHON_IMAGE} AS dependencies
+WORKDIR /src
+COPY pyproject.toml ./
+RUN python3 -c 'import tomllib; project = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(project["dependencies"]))' \
+    > requirements.txt
+
 FROM ${PYTHON_IMAGE}
 
 ARG ANSIBLE_CORE=2.19
@@ -28,21 +42,23 @@ ENV PIP_NO_CACHE_DIR=1 \
 
 # tini as PID 1 reaps the orphans that killed Ansible runs leave behind.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends tini=0.19.0-1 \
+    && apt-get install -y --no-install-recommends tini=0.19.0-1+b3 \
     && rm -rf /var/lib/apt/lists/*
 
 # The runner, with the dependency ranges pyproject.toml declares (the same install CI
-# makes; pyproject.toml is their single source), narrowed to one ansible-core line by
-# its constraints file. It brings ansible-core, ansible-runner and the
-# playbook_operator.util collection, which the runner puts on the collections path itself.
+# makes), narrowed to one ansible-core line by its constraints file: first the
+# dependencies (ansible-core, ansible, ansible-runner...), then the runner itself, which
+# brings the playbook_operator.util collection and puts it on the collections path.
 WORKDIR /src
-COPY pyproject.toml README.md ./
 COPY hack/constraints/ constraints/
-COPY runner/ runner/
+COPY --from=dependencies /src/requirements.txt ./
 RUN if [ ! -f "constraints/ansible-${ANSIBLE_CORE}.txt" ]; then \
         echo "ANSIBLE_CORE=${ANSIBLE_CORE}: supported lines are 2.18 and 2.19" >&2; exit 1; \
     fi \
-    && pip install -c "constraints/ansible-${ANSIBLE_CORE}.txt" . \
+    && pip install -c "constraints/ansible-${ANSIBLE_CORE}.txt" -r requirements.txt
+COPY pyproject.toml README.md ./
+COPY runner/ runner/
+RUN pip install -c "constraints/ansible-${ANSIBLE_CORE}.txt" . \
     && rm -rf /src
 
 # Collections go to a system path, not ~/.ansible: the manager Deployment mounts an

@@ -9,6 +9,18 @@ SHELL := /bin/bash
 VERSION ?= 0.1.0
 IMG ?= controller:latest
 CONTAINER_TOOL ?= docker
+# Extra `$(CONTAINER_TOOL) build` flags (e.g. --network=host), and the base image
+# (the Dockerfile's PYTHON_IMAGE build arg) when not the Dockerfile's default.
+CONTAINER_BUILD_FLAGS ?=
+PYTHON_IMAGE ?=
+# podman reads this containers.conf (runc, no default ulimits: see the file) instead of
+# the host's; PODMAN_CONF= keeps the host's own configuration.
+PODMAN_CONF ?= $(CURDIR)/hack/image/containers.conf
+ifeq ($(notdir $(CONTAINER_TOOL)),podman)
+ifneq ($(strip $(PODMAN_CONF)),)
+export CONTAINERS_CONF := $(PODMAN_CONF)
+endif
+endif
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -132,8 +144,12 @@ undeploy: venv ## Remove everything deploy created.
 	$(KUBECTL) delete -k config/default --ignore-not-found
 
 .PHONY: docker-build
-docker-build: ## Build the operator image IMG (needs a container engine; ANSIBLE_CORE=2.18 or 2.19).
-	$(CONTAINER_TOOL) build $(if $(ANSIBLE_CORE),--build-arg ANSIBLE_CORE=$(ANSIBLE_CORE) )-t $(IMG) .
+docker-build: ## Build the operator image IMG with CONTAINER_TOOL (docker or podman; ANSIBLE_CORE=2.18 or 2.19).
+	$(CONTAINER_TOOL) build $(if $(ANSIBLE_CORE),--build-arg ANSIBLE_CORE=$(ANSIBLE_CORE) )$(if $(PYTHON_IMAGE),--build-arg PYTHON_IMAGE=$(PYTHON_IMAGE) )$(if $(CONTAINER_BUILD_FLAGS),$(CONTAINER_BUILD_FLAGS) )-t $(IMG) .
+
+.PHONY: docker-build-local
+docker-build-local: ## Build IMG with podman and no registry: a base made from Debian packages (debootstrap, root), then the Dockerfile.
+	CONTAINERS_CONF=$(PODMAN_CONF) ANSIBLE_CORE=$(ANSIBLE_CORE) hack/image/build-local.sh $(IMG)
 
 .PHONY: docker-push
 docker-push: ## Push the operator image IMG.
