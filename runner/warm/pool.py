@@ -252,10 +252,7 @@ class Launchers:
         argv = [self._python, "-c", _BOOTSTRAP.format(lib=str(_LIB_DIR))]
         argv += ["--kind", launcher.kind, "--socket", str(launcher.socket)]
         argv += ["--lifeline", str(self._lifeline_r)]
-        if launcher.kind == "program":
-            argv += ["--payload-cache", str(self._dir / "payloads")]
-        else:
-            argv += ["--bytecode-cache", str(self._dir / "bytecode")]
+        argv += ["--cache", str(self._dir / "reuse")]
         for name in self._preload:
             argv += ["--preload", name]
         try:

@@ -28,13 +28,14 @@ run:
   ansible-core. :class:`PluginOptions` has ansible-core's own code read them
   once, in the launcher, and hands a run the options a plugin's documentation
   gives when the run loads that same plugin file with that same documentation.
-* **Compiled module code.** A module's payload is a zip, and Python imports
-  from a zip by compiling every source file in it (it never writes bytecode
-  there): about 0.15 CPU-s for ``kubernetes.core.k8s``, in every task.
-  :class:`CompiledSources` keeps the code objects a module child compiled,
-  keyed by the file's path in the zip and its exact source, and later
-  children load them instead of compiling (as Python's own ``__pycache__``
-  does for files on disk).
+* **Compiled code.** A module's payload is a zip, and Python imports from a
+  zip by compiling every source file in it (it never writes bytecode there):
+  about 0.15 CPU-s for ``kubernetes.core.k8s``, in every task. And every
+  template a run renders is compiled by Jinja into Python source, which is
+  then compiled. :class:`CompiledCode` keeps the code objects, keyed by the
+  file's path in the zip (or Jinja's file name) and the exact source, and
+  later runs load them instead of compiling, as Python's own ``__pycache__``
+  does for files on disk.
 """
 
 from __future__ import annotations
@@ -352,37 +353,66 @@ class PluginOptions:
         setattr(plugin_loader, "_load_config_defs", options_of)  # noqa: B010
 
 
-class CompiledSources:
-    """Code objects of the files module children imported from payload zips."""
+class CompiledCode:
+    """Code objects compiled by earlier runs, keyed by what was compiled (and for what)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
-    def install(self) -> None:
-        """In a module child: zipimport compiles through this cache from now on."""
-        compile_source = zipimport._compile_source  # type: ignore[attr-defined]
-        directory = self.directory
+    def code(
+        self, *, kind: str, filename: str, source: bytes | str, compile_it: Callable[[], Any]
+    ) -> Any:
+        """The code ``compile_it()`` would return for ``source`` compiled as ``filename``."""
+        digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+        digest.update(f"{kind}\0{filename}\0".encode())
+        digest.update(
+            source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+        )
+        stored = self.directory / f"{digest.hexdigest()[:40]}.code"
+        with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
+            return marshal.loads(stored.read_bytes())
+        code = compile_it()
+        with contextlib.suppress(OSError, ValueError):
+            self.directory.mkdir(parents=True, exist_ok=True)
+            staging = self.directory / f".{stored.name}.{os.getpid()}"
+            staging.write_bytes(marshal.dumps(code))
+            os.replace(staging, stored)
+            _trim(self.directory, "*.code", CODE_LIMIT)
+        return code
 
-        def cached_compile(pathname: str, source: bytes) -> Any:
+    def install_for_modules(self) -> None:
+        """In a module child: files imported from the payload's zip are compiled through
+        this cache (keyed by the file's path in the zip and its source)."""
+        compile_source = zipimport._compile_source  # type: ignore[attr-defined]
+
+        def cached_compile_source(pathname: str, source: bytes) -> Any:
             _, _, inner = pathname.rpartition(".zip/")
-            digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
-            digest.update(f"{inner or pathname}\0".encode())
-            digest.update(source)
-            stored = directory / f"{digest.hexdigest()[:40]}.code"
-            with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
-                code = marshal.loads(stored.read_bytes())
-                _imp._fix_co_filename(code, pathname)  # type: ignore[attr-defined]
-                return code
-            code = compile_source(pathname, source)
-            with contextlib.suppress(OSError, ValueError):
-                directory.mkdir(parents=True, exist_ok=True)
-                staging = directory / f".{stored.name}.{os.getpid()}"
-                staging.write_bytes(marshal.dumps(code))
-                os.replace(staging, stored)
-                _trim(directory, "*.code", CODE_LIMIT)
+            code = self.code(
+                kind="zip",
+                filename=inner or pathname,
+                source=source,
+                compile_it=lambda: compile_source(pathname, source),
+            )
+            _imp._fix_co_filename(code, pathname)  # type: ignore[attr-defined]
             return code
 
-        setattr(zipimport, "_compile_source", cached_compile)  # noqa: B010 - patching a module
+        setattr(zipimport, "_compile_source", cached_compile_source)  # noqa: B010
+
+    def install_for_templates(self) -> None:
+        """In an ``ansible-playbook`` child: the Python that Jinja generates for a template
+        is compiled through this cache (Jinja's own hook for another compile method)."""
+        environment = importlib.import_module("jinja2.environment").Environment
+        compile_python = environment._compile
+
+        def cached_compile(env: Any, source: str, filename: str) -> Any:
+            return self.code(
+                kind="jinja",
+                filename=filename,
+                source=source,
+                compile_it=lambda: compile_python(env, source, filename),
+            )
+
+        setattr(environment, "_compile", cached_compile)  # noqa: B010
 
 
 def _trim(directory: Path, pattern: str, limit: int, *, also: str = "") -> None:

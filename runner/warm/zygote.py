@@ -160,7 +160,7 @@ class _Launcher:
     routing: reuse.RoutingMetadata = field(default_factory=reuse.RoutingMetadata)
     plugins: reuse.PluginOptions = field(default_factory=reuse.PluginOptions)
     payloads: reuse.PayloadCache | None = None  # program kind: see reuse.py
-    compiled: reuse.CompiledSources | None = None  # module kind: see reuse.py
+    compiled: reuse.CompiledCode | None = None  # see reuse.py
     jobs: dict[int, _Job] = field(default_factory=dict)  # by child pid
     by_conn: dict[int, _Job] = field(default_factory=dict)  # by client fd
 
@@ -453,8 +453,10 @@ def _reuse(launcher: _Launcher) -> None:
         launcher.plugins.install()
         if launcher.payloads is not None:
             launcher.payloads.install()
-        if launcher.compiled is not None:
-            launcher.compiled.install()
+        if launcher.compiled is not None and launcher.kind == "program":
+            launcher.compiled.install_for_templates()
+        elif launcher.compiled is not None:
+            launcher.compiled.install_for_modules()
     except Exception as exc:  # ansible-core internals differ from what reuse expects
         with contextlib.suppress(OSError):
             os.write(2, f"warm launcher: not reusing earlier runs' work: {exc!r}\n".encode())
@@ -467,14 +469,12 @@ def _die(message: str) -> None:
 
 
 def main(argv: list[str], *, base_path: list[str]) -> None:
-    """``--kind K --socket S --lifeline FD [--payload-cache DIR] [--bytecode-cache DIR]
-    [--preload NAME]...``;
+    """``--kind K --socket S --lifeline FD [--cache DIR] [--preload NAME]...``;
     ``base_path``: sys.path as ``python script`` would have it, minus the script's own
     directory."""
     options: dict[str, list[str]] = {"--kind": [], "--socket": [], "--lifeline": []}
     options["--preload"] = []
-    options["--payload-cache"] = []
-    options["--bytecode-cache"] = []
+    options["--cache"] = []  # where runs keep what later runs reuse
     rest = list(argv)
     while rest:
         name = rest.pop(0)
@@ -503,13 +503,13 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
         routing=routing,
         plugins=plugins,
         payloads=(
-            reuse.PayloadCache(Path(options["--payload-cache"][0]))
-            if kind == "program" and options["--payload-cache"]
+            reuse.PayloadCache(Path(options["--cache"][0]) / "payloads")
+            if kind == "program" and options["--cache"]
             else None
         ),
         compiled=(
-            reuse.CompiledSources(Path(options["--bytecode-cache"][0]))
-            if kind == "module" and options["--bytecode-cache"]
+            reuse.CompiledCode(Path(options["--cache"][0]) / f"{kind}-code")
+            if options["--cache"]
             else None
         ),
     )
