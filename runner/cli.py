@@ -20,6 +20,7 @@ from pathlib import Path
 import runner
 from runner import errors, logs, watches
 from runner import settings as settings_mod
+from runner.scaffold import commands as scaffold_commands
 
 log = logging.getLogger("runner.cli")
 
@@ -98,6 +99,7 @@ def parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run the operator (watch, reconcile with Ansible)", allow_abbrev=False
     )
+    scaffold_commands.add_commands(commands)  # init, create api
     defaults = settings_mod.Settings(watches_file=Path("watches.yaml"))
     b = {"type": _bool, "nargs": "?", "const": True, "metavar": "BOOL"}
     _flag(run, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
@@ -514,6 +516,8 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    if getattr(args, "scaffold", None):
+        return scaffold_commands.run(args)
     if args.command != "run":
         parser().print_help()
         return 2
