@@ -120,10 +120,11 @@ bench-compare: venv cluster-up ## Side by side with operator-sdk's Go ansible-op
 	$(PY) bench/compare.py $(BENCH_ARGS)
 
 .PHONY: run
-run: venv $(if $(USE_EMBEDDED),cluster-up) install ## Run the operator in the foreground (embedded cluster if none is configured).
+run: venv $(if $(USE_EMBEDDED),cluster-up) install ## Run the operator in the foreground (embedded cluster if none is configured); role edits go live (--dev).
 	@echo "KUBECONFIG=$$KUBECONFIG — try: $(KUBECTL) apply -f config/samples/cache_v1alpha1_memcached.yaml"
 	ANSIBLE_ROLES_PATH=$(CURDIR)/roles $(BIN)/playbook-operator run --watches-file=./watches.yaml \
-		--health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=127.0.0.1:8080 --zap-devel
+		--health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=127.0.0.1:8080 --zap-devel \
+		--dev
 
 ##@ Deployment
 

@@ -363,6 +363,33 @@ def parser() -> argparse.ArgumentParser:
         default=defaults.backoff_max,
         help="cap of the retry delay",
     )
+    _flag(
+        run,
+        "--dev",
+        default=False,
+        help="development mode: reconcile again when roles, playbooks, vars files or "
+        "watches.yaml change (runs use a snapshot; a broken edit keeps the last good one)",
+        **b,
+    )
+    preview = commands.add_parser(
+        "preview",
+        help="show what a CR would change: its role in check mode, writes refused",
+        allow_abbrev=False,
+    )
+    _flag(preview, "cr_file", metavar="CR.yaml", help="the custom resource to preview")
+    _flag(preview, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
+    _flag(preview, "--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG, ...)")
+    _flag(
+        preview,
+        "--namespace",
+        "-n",
+        default=None,
+        help="namespace of a CR whose file names none (default: the kubeconfig's)",
+    )
+    _flag(preview, "--ansible-args", default="", help="extra arguments for ansible-playbook")
+    _flag(preview, "--ansible-roles-path", default="", help="extra roles path")
+    _flag(preview, "--ansible-collections-path", default="", help="extra collections path")
+    _flag(preview, "--output", "-o", choices=["text", "json"], default="text", help="format")
     return top
 
 
@@ -510,6 +537,7 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         log_stacktrace_level=stacktrace_level,
         backoff_base=args.backoff_base,
         backoff_max=args.backoff_max,
+        dev=args.dev,
         environ=environ,
     )
 
@@ -518,6 +546,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     if getattr(args, "scaffold", None):
         return scaffold_commands.run(args)
+    if args.command == "preview":
+        from runner import preview  # noqa: PLC0415 - late, as the manager below
+
+        return preview.main(args, environ=dict(os.environ))
     if args.command != "run":
         parser().print_help()
         return 2
@@ -530,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Stop before anything is watched; the message names file, entry and field.
         print(f"playbook-operator: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    from runner import manager  # noqa: PLC0415 - late: --version and config errors stay fast
+    from runner import devloop, manager  # noqa: PLC0415 - late: --version and config errors stay fast
 
     try:
         with settings_mod.claim_runner_dir(settings.runner_dir) as runner_dir:
@@ -541,6 +573,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     extra={"wanted": str(settings.runner_dir), "using": str(runner_dir)},
                 )
             settings = dataclasses.replace(settings, runner_dir=runner_dir)
+            if settings.dev:
+                argv_again = sys.argv[1:] if argv is None else list(argv)
+                return devloop.run(settings=settings, runtime=manager.Manager, argv=argv_again)
             return manager.Manager(settings).run()
     except errors.ConfigError as exc:
         print(f"playbook-operator: invalid configuration: {exc}", file=sys.stderr)
