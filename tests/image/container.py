@@ -207,8 +207,8 @@ class ManagerContainer:
                 f"{exc}\ncontainer exit code: {self.returncode}; log tail:\n{self.tail()}"
             ) from None
 
-    def exec(self, *args: str) -> str:
-        return podman("exec", self.name, *args).stdout.strip()
+    def exec(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return podman("exec", self.name, *args, check=check)
 
     def stop(self, *, timeout: int = 30) -> int:
         """SIGTERM through tini, as the kubelet stops a pod; the container's exit code."""

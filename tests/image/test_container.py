@@ -166,8 +166,17 @@ def test_image_runs_memcached_operator_as_the_manager_deployment(
             lambda: _health(manager.health_port, "/healthz") == 200,
             describe=f"/healthz on :{manager.health_port} to answer 200",
         )
-        uid = manager.exec("id", "-u")
+        uid = manager.exec("id", "-u").stdout.strip()
         assert uid == "1001", f"the container's user: expected uid 1001, saw {uid}"
+        # No kubeconfig anywhere: the runner can only have used in-cluster configuration.
+        kubeconfig = manager.exec("sh", "-c", 'ls "$HOME/.kube" ${KUBECONFIG:-}', check=False)
+        assert kubeconfig.returncode != 0, f"expected no kubeconfig, saw {kubeconfig.stdout}"
+        # Even root cannot write outside the two tmpfs mounts.
+        written = container_mod.podman(
+            "exec", "--user=0", manager.name, "touch", "/opt/ansible/probe", check=False
+        )
+        assert written.returncode != 0, "expected a read-only root filesystem, could write"
+        assert "Read-only file system" in written.stderr, written.stderr
         lease = manager.eventually(
             lambda: kube.get(LEASE, name="memcached-operator", namespace=system_namespace),
             describe=f"Lease memcached-operator in {system_namespace} held",
