@@ -48,7 +48,8 @@ fi
 
 echo "base.sh: building ${IMAGE} from ${MIRROR} ${SUITE} (debootstrap)" >&2
 work="$(mktemp -d)"
-trap 'rm -rf "${work}"' EXIT
+# --one-file-system: a debootstrap that failed half-way may leave /proc or /sys mounted.
+trap 'rm -rf --one-file-system "${work}"' EXIT
 rootfs="${work}/rootfs"
 debootstrap --variant=minbase --include="${PACKAGES}" "${SUITE}" "${rootfs}" "${MIRROR}" \
     >"${work}/debootstrap.log" 2>&1 || {
