@@ -88,14 +88,16 @@ class Manager:
         self._shards_thread: threading.Thread | None = None
         self.launchers: warm.Launchers | None = None
         self._servers: list[ThreadingHTTPServer] = []
+        self._built = threading.Event()  # readiness waits for the informers build() makes
         # Environment every Ansible run gets on top of its kubeconfig (filled by _serve).
         self.run_env: dict[str, str] = {}
 
     # -- readiness and caches -------------------------------------------------
 
     def synced(self) -> bool:
+        # With no watches (a new project's empty watches.yaml) nothing is left to sync.
         informers = [i for group in self.primary_informers.values() for i in group]
-        return bool(informers) and all(i.synced.is_set() for i in informers)
+        return self._built.is_set() and all(i.synced.is_set() for i in informers)
 
     def _primary_lookup(self, gvk: GVK) -> reconcile.Cache:
         def lookup(key: ObjectKey) -> KubeObject | None:
@@ -156,6 +158,12 @@ class Manager:
             )
         if settings.sharded:
             self.shards = self._shards()
+        if not settings.watches:
+            log.warning(
+                "nothing to watch: watches.yaml has no entries; add one with "
+                "'playbook-operator create api'",
+                extra={"file": str(settings.watches_file)},
+            )
         namespaces: list[str | None] = list(settings.watch_namespaces) or [None]
         enqueue_for: dict[GVK, dependents.Enqueue] = {}
         owner_namespaced: dict[GVK, bool] = {}
@@ -217,6 +225,7 @@ class Manager:
             depth=lambda: {gvk: c.queue.depth() for gvk, c in self.controllers.items()},
             in_flight=lambda: {gvk: c.in_flight() for gvk, c in self.controllers.items()},
         )
+        self._built.set()
 
     def _shards(self) -> sharding.Shards:
         settings = self.settings

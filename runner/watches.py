@@ -13,9 +13,12 @@ against its working directory (``/opt/ansible`` in its image). Where operator-sd
 silently accepts a mistake we raise: unknown keys (it ignores them and matches
 keys case-insensitively); ``role`` with ``playbook`` (it runs the playbook); a
 finalizer's missing role or playbook when ``vars`` are set; a negative period or
-artifact count; invalid selectors; duplicate keys (it keeps the last); an empty
-list. YAML timestamps stay strings, as sigs.k8s.io/yaml reads them, and an unset
-``$VAR`` stays as written (operator-sdk rewrites it to ``${VAR}``).
+artifact count; invalid selectors; duplicate keys (it keeps the last). A file
+with no entries (empty, only comments, or ``[]``) loads as no watches, as in
+operator-sdk: the runner starts with nothing to reconcile, which is where a new
+project from ``playbook-operator init`` begins. YAML timestamps stay strings, as
+sigs.k8s.io/yaml reads them, and an unset ``$VAR`` stays as written
+(operator-sdk rewrites it to ``${VAR}``).
 """
 
 from __future__ import annotations
@@ -113,7 +116,8 @@ def load(
     ``environ`` (default ``os.environ``) fills ``${VAR}`` and ``$VAR`` before
     parsing. ``roles_path`` and ``collections_path`` are searched like
     ``ANSIBLE_ROLES_PATH`` and ``ANSIBLE_COLLECTIONS_PATH``; the caller reads
-    those, and an empty ``collections_path`` means Ansible's default.
+    those, and an empty ``collections_path`` means Ansible's default. A file
+    with no entries gives an empty list.
     """
     base = (Path.cwd() if base_dir is None else base_dir).absolute()
     search = _Search(
@@ -122,9 +126,10 @@ def load(
         collections_path=_dirs(collections_path or DEFAULT_COLLECTIONS_PATH, base=base),
     )
     document = _read(path, environ=os.environ if environ is None else environ)
-    if not isinstance(document, list) or not document:
-        seen = "an empty list" if document == [] else _describe(document)
-        problem = f"expected a YAML list of watches, saw {seen}"
+    if document is None:  # no YAML node at all: an empty file, or only comments
+        return []
+    if not isinstance(document, list):
+        problem = f"expected a YAML list of watches, saw {_describe(document)}"
         raise errors.WatchesError(path=str(path), entry=None, field=None, problem=problem)
     watches: list[Watch] = []
     first: dict[kube.GVK, int] = {}

@@ -405,8 +405,12 @@ def test_message_format(
             "expected a YAML list of watches, saw a mapping",
             id="not-a-list",
         ),
-        pytest.param("# nothing\n", "expected a YAML list of watches, saw null", id="empty-file"),
-        pytest.param("[]\n", "expected a YAML list of watches, saw an empty list", id="empty-list"),
+        pytest.param(
+            "watches.yaml\n", "expected a YAML list of watches, saw a string", id="scalar"
+        ),
+        pytest.param(
+            "{}\n", "expected a YAML list of watches, saw a mapping {}", id="empty-mapping"
+        ),
         pytest.param(
             "- version: v1\n  kind: Secret\n   role: memcached\n",
             "invalid YAML at line 3, column 8",
