@@ -46,6 +46,7 @@ from runner import settings as settings_mod
 from runner.ansible import runner as ansible_runner
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
+from runner.kube import errors as kube_errors
 from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key, object_key
 
 log = logging.getLogger("runner.manager")
@@ -168,7 +169,15 @@ class Manager:
         enqueue_for: dict[GVK, dependents.Enqueue] = {}
         owner_namespaced: dict[GVK, bool] = {}
         for watch in settings.watches:
-            resource = self.client.resource(watch.gvk)
+            try:
+                resource = self.client.resource(watch.gvk)
+            except kube_errors.NotFoundError as e:
+                # As ansible-operator stops on "no matches for kind"; the usual cause is
+                # a kind just added (create api) whose CRD is not installed yet.
+                raise errors.ConfigError(
+                    f"{settings.watches_file}: the cluster does not serve {watch.gvk.kind} in "
+                    f"{watch.gvk.api_version}: install its CRD first (make install)"
+                ) from e
             owner_namespaced[watch.gvk] = resource.namespaced
             reconciler = reconcile.Reconciler(
                 watch=watch,

@@ -147,3 +147,27 @@ def test_fresh_projects_make_run_starts_the_runner(
     assert [arg for arg in argv if arg in expected] == expected, (
         f"expected the runner started with {expected}, saw {argv}"
     )
+
+
+def test_dev_mode_names_a_new_kind_whose_crd_is_not_installed(
+    start_operator: StartOperator,
+) -> None:
+    """create api while make run runs, before make install: the runner stops and says why."""
+    operator = start_operator("", args=("--dev",))
+
+    (operator.workdir / "watches.yaml").write_text(
+        "- {version: v1, group: absent.playbook-operator.test, kind: Nope, role: probe}\n"
+    )
+
+    code = operator.eventually(
+        lambda: operator.returncode,
+        until=lambda code: code is not None,
+        describe="the runner to exit after the restart",
+        timeout=120,
+    )
+    assert code == 2, f"expected exit code 2 (invalid configuration), saw {code}"
+    expected = (
+        "playbook-operator: invalid configuration: watches.yaml: the cluster does not serve "
+        "Nope in absent.playbook-operator.test/v1: install its CRD first (make install)"
+    )
+    assert expected in operator.raw, f"expected the line {expected!r}; log tail:\n{operator.tail()}"
