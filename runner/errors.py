@@ -6,11 +6,19 @@
     ├── ConfigError              the operator author's input is wrong; raised at
     │   │                        start-up, before anything is watched
     │   ├── WatchesError         watches.yaml: names the file, entry and field
-    │   └── ListenError          an address flag cannot be listened on: names
-    │                            the flag and the port
-    └── ReconcileError           one reconcile could not be carried out; the
-        │                        controller logs it and retries with backoff
-        └── AnsibleLaunchError   ansible-runner could not be started at all
+    │   ├── ListenError          an address flag cannot be listened on: names
+    │   │                        the flag and the port
+    │   └── PreviewError         ``preview``'s CR file cannot be previewed:
+    │                            unreadable, not a CR, or no watch for its kind
+    │                            (:mod:`runner.preview.target`)
+    ├── ReconcileError           one reconcile could not be carried out; the
+    │   │                        controller logs it and retries with backoff
+    │   ├── AnsibleLaunchError   ansible-runner could not be started at all
+    │   └── ReconcileFailed      the run had failed tasks; the Failure condition
+    │                            names them (:mod:`runner.reconcile`)
+    └── ScaffoldError            ``init`` or ``create api`` cannot write what was
+                                 asked; its subclasses are drawn in
+                                 :mod:`runner.scaffold.errors`
 
 Errors of the Kubernetes API live in :mod:`runner.kube.errors`, below this
 package's layers; code above chains them with ``raise ... from``.
