@@ -10,11 +10,17 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from runner import cli, errors, logs, settings
+from tests.cli.settings_from import build, one_watch
+
+
+@pytest.fixture
+def watches_file(tmp_path: Path) -> Path:
+    return one_watch(tmp_path)
+
 
 #: Each upstream flag with a value it takes (None: a boolean given bare).
 UPSTREAM_FLAGS: dict[str, str | None] = {
@@ -49,21 +55,6 @@ UPSTREAM_FLAGS: dict[str, str | None] = {
     "--zap-stacktrace-level": "error",
     "--zap-time-encoding": "rfc3339nano",
 }
-
-
-@pytest.fixture
-def watches_file(tmp_path: Path) -> Path:
-    role = tmp_path / "roles" / "k"
-    (role / "tasks").mkdir(parents=True)
-    (role / "tasks" / "main.yml").write_text("[]\n")
-    path = tmp_path / "watches.yaml"
-    path.write_text(f"- {{version: v1, group: g.io, kind: K, role: {role}}}\n")
-    return path
-
-
-def build(watches_file: Path, *flags: str, environ: dict[str, str] | None = None) -> Any:
-    args = cli.parse(["run", f"--watches-file={watches_file}", *flags])
-    return cli.build_settings(args, environ=environ or {})
 
 
 @pytest.mark.parametrize(

@@ -5,27 +5,17 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from runner import cli, errors
+from runner import errors
 from runner.sharding import replica_problem
+from tests.cli.settings_from import build, one_watch
 
 
 @pytest.fixture
 def watches_file(tmp_path: Path) -> Path:
-    role = tmp_path / "roles" / "k"
-    (role / "tasks").mkdir(parents=True)
-    (role / "tasks" / "main.yml").write_text("[]\n")
-    path = tmp_path / "watches.yaml"
-    path.write_text(f"- {{version: v1, group: g.io, kind: K, role: {role}}}\n")
-    return path
-
-
-def build(watches_file: Path, *flags: str, environ: dict[str, str] | None = None) -> Any:
-    args = cli.parse(["run", f"--watches-file={watches_file}", *flags])
-    return cli.build_settings(args, environ=environ or {})
+    return one_watch(tmp_path)
 
 
 @pytest.mark.parametrize(
