@@ -117,7 +117,7 @@ def server_context(cert_dir: str | None) -> ssl.SSLContext:
 
 
 def _self_signed() -> tuple[bytes, bytes]:
-    # Imported here: only secure metrics need it (cryptography comes with ansible-core).
+    # Imported here: only secure metrics need it.
     from cryptography import x509  # noqa: PLC0415
     from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
     from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415

@@ -77,7 +77,8 @@ def watch_for(obj: KubeObject, *, loaded: Sequence[watches.Watch], path: Path) -
         if watch.gvk == gvk:
             return watch
     known = ", ".join(f"{w.gvk.api_version} {w.gvk.kind}" for w in loaded)
-    raise PreviewError(f"{path}: no watch for {gvk.api_version} {gvk.kind} (watched: {known})")
+    watched = f"watched: {known}" if known else "watches.yaml has no entries"
+    raise PreviewError(f"{path}: no watch for {gvk.api_version} {gvk.kind} ({watched})")
 
 
 def resolve(
