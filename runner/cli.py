@@ -99,7 +99,7 @@ def parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run the operator (watch, reconcile with Ansible)", allow_abbrev=False
     )
-    scaffold_commands.add_commands(commands)  # init, create api
+    scaffold_commands.add_commands(commands, boolean=_bool)  # init, create api
     defaults = settings_mod.Settings(watches_file=Path("watches.yaml"))
     b = {"type": _bool, "nargs": "?", "const": True, "metavar": "BOOL"}
     _flag(run, "--watches-file", default="./watches.yaml", help="path to watches.yaml")

@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from runner.scaffold import api, project
 from runner.scaffold.errors import ConflictError, ScaffoldError
 
 _PROG = "playbook-operator"
-
-
-def _bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("1", "t", "true", "yes"):
-        return True
-    if lowered in ("0", "f", "false", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -67,7 +60,11 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    *,
+    boolean: Callable[[str], bool],
+) -> None:
     """Add ``init`` and ``create api`` to the command's subparsers."""
     init = commands.add_parser(
         "init",
@@ -91,31 +88,24 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     new_api.add_argument("--version", required=True, help="the API version (e.g. v1alpha1)")
     new_api.add_argument("--kind", required=True, help="the kind, UpperCamelCase (e.g. Memcached)")
+    # Go-style booleans, as every flag of `run` takes them (the CLI's parser).
+    flag_bool: dict[str, Any] = {"type": boolean, "nargs": "?", "const": True, "metavar": "BOOL"}
     new_api.add_argument(
         "--generate-role",
-        type=_bool,
-        nargs="?",
-        const=True,
         default=False,
-        metavar="BOOL",
+        **flag_bool,
         help="write roles/<kind>/ (the default when neither generate flag is given)",
     )
     new_api.add_argument(
         "--generate-playbook",
-        type=_bool,
-        nargs="?",
-        const=True,
         default=False,
-        metavar="BOOL",
+        **flag_bool,
         help="write playbooks/<kind>.yml (running the role when --generate-role is given too)",
     )
     new_api.add_argument(
         "--namespaced",
-        type=_bool,
-        nargs="?",
-        const=True,
         default=True,
-        metavar="BOOL",
+        **flag_bool,
         help="namespaced kind (default true; --namespaced=false: cluster-scoped)",
     )
     new_api.set_defaults(scaffold="create api")
