@@ -96,7 +96,7 @@ test: venv cluster-up ## Lint, unit and integration tests (also on ansible-core 
 .PHONY: test-ansible-2.18
 test-ansible-2.18: $(VENV_ANSIBLE_218)/.installed cluster-up ## The Ansible-layer, runner and warm-reuse tests on ansible-core 2.18 (in .venv-ansible-2.18/).
 	KUBECONFIG= PATH=$(CURDIR)/$(VENV_ANSIBLE_218)/bin:$$PATH PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=2.18 \
-		$(VENV_ANSIBLE_218)/bin/pytest tests/ansible tests/runner tests/warm/test_reuse.py
+		$(VENV_ANSIBLE_218)/bin/pytest tests/ansible tests/runner tests/warm/test_reuse.py tests/warm/test_templates.py
 
 .PHONY: unit
 unit: venv ## Unit tests only (no cluster).

@@ -56,6 +56,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from runner.warm import templates
+
 #: Payloads kept at most; the least recently stored go first.
 STORE_LIMIT = 256
 #: Compiled module files kept at most; the least recently stored go first.
@@ -363,22 +365,36 @@ class CompiledCode:
         self, *, kind: str, filename: str, source: bytes | str, compile_it: Callable[[], Any]
     ) -> Any:
         """The code ``compile_it()`` would return for ``source`` compiled as ``filename``."""
-        digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
-        digest.update(f"{kind}\0{filename}\0".encode())
-        digest.update(
+        key = f"{filename}\0".encode() + (
             source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
         )
-        stored = self.directory / f"{digest.hexdigest()[:40]}.code"
+        code = self.load(kind, key)
+        if code is None:
+            code = compile_it()
+            self.save(kind, key, code)
+        return code
+
+    def load(self, kind: str, key: bytes) -> Any:
+        """What :meth:`save` kept for ``kind`` and ``key``, or None."""
         with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
-            return marshal.loads(stored.read_bytes())
-        code = compile_it()
+            return marshal.loads(self._path(kind, key).read_bytes())
+        return None
+
+    def save(self, kind: str, key: bytes, value: Any) -> None:
+        """Keep ``value`` (anything marshal can write) for ``kind`` and ``key``."""
+        stored = self._path(kind, key)
         with contextlib.suppress(OSError, ValueError):
             self.directory.mkdir(parents=True, exist_ok=True)
             staging = self.directory / f".{stored.name}.{os.getpid()}"
-            staging.write_bytes(marshal.dumps(code))
+            staging.write_bytes(marshal.dumps(value))
             os.replace(staging, stored)
             _trim(self.directory, "*.code", CODE_LIMIT)
-        return code
+
+    def _path(self, kind: str, key: bytes) -> Path:
+        digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+        digest.update(f"{kind}\0".encode())
+        digest.update(key)
+        return self.directory / f"{digest.hexdigest()[:40]}.code"
 
     def install_for_modules(self) -> None:
         """In a module child: files imported from the payload's zip are compiled through
@@ -400,7 +416,8 @@ class CompiledCode:
 
     def install_for_templates(self) -> None:
         """In an ``ansible-playbook`` child: the Python that Jinja generates for a template
-        is compiled through this cache (Jinja's own hook for another compile method)."""
+        is compiled through this cache (Jinja's own hook for another compile method), and
+        templates are parsed and generated through :mod:`runner.warm.templates`."""
         environment = importlib.import_module("jinja2.environment").Environment
         compile_python = environment._compile
 
@@ -413,6 +430,7 @@ class CompiledCode:
             )
 
         setattr(environment, "_compile", cached_compile)  # noqa: B010
+        templates.TemplateCode(self).install()
 
 
 def _trim(directory: Path, pattern: str, limit: int, *, also: str = "") -> None:

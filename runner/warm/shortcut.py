@@ -12,7 +12,12 @@ returns; it only avoids work nobody uses.
   first frame it does not skip. kubernetes.core's ``k8s`` action reaches a
   deprecated property for every templated manifest, so this cost 13 % of a
   warm Memcached run. :func:`lazy_iter_stack` yields the same ``FrameInfo``
-  objects, computed only as they are consumed.
+  objects, computed only as they are consumed. Describing even the one frame
+  used reads its source and searches ``sys.modules`` for its module, and the
+  same few places call deprecated features again and again (another 3 %), so
+  each place (code object and instruction) is described once per run. Source
+  files are read once per run anyway (``linecache``): only a file edited while
+  the run goes on could be described otherwise.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import importlib
 import inspect
 import sys
 from collections.abc import Iterator
+from types import CodeType
 
 
 def lazy_iter_stack() -> Iterator[inspect.FrameInfo]:
@@ -31,9 +37,25 @@ def lazy_iter_stack() -> Iterator[inspect.FrameInfo]:
     frame = sys._getframe()
     while frame is not None:
         if "_skip_stackwalk" not in frame.f_locals:
-            info = inspect.getframeinfo(frame, 1)
-            yield inspect.FrameInfo(frame, *info, positions=info.positions)
+            place = (frame.f_code, frame.f_lasti)
+            info = _described.get(place)
+            if info is None:
+                info = _described[place] = inspect.getframeinfo(frame, 1)
+            filename, lineno, function, context, index = info
+            yield inspect.FrameInfo(
+                frame,
+                filename,
+                lineno,
+                function,
+                None if context is None else list(context),
+                index,
+                positions=info.positions,
+            )
         frame = frame.f_back  # type: ignore[assignment]
+
+
+#: Each described place of this run: (code object, instruction) → its description.
+_described: dict[tuple[CodeType, int], inspect.Traceback] = {}
 
 
 def install() -> None:

@@ -44,7 +44,7 @@ import socket
 import stat
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -419,6 +419,7 @@ def run_child(launcher: _Launcher, request: Mapping[str, Any]) -> None:
     """Carry out ``request`` as ``__main__``; SystemExit ends the process as usual."""
     argv = [str(a) for a in request["argv"]]
     if launcher.kind == "program":
+        _reuse_code(launcher)  # first: refreshing the constants renders templates
         _refresh_ansible()
         _reuse(launcher)
         script = argv[0]
@@ -427,6 +428,7 @@ def run_child(launcher: _Launcher, request: Mapping[str, Any]) -> None:
         runpy.run_path(script, run_name="__main__")
         return
     python = str(argv[0])
+    _reuse_code(launcher)
     _reuse(launcher)
     payload.run(
         python=python, args=argv[1:], base_path=launcher.base_path, sources=launcher.sources
@@ -444,19 +446,31 @@ def _refresh_ansible() -> None:
 
 def _reuse(launcher: _Launcher) -> None:
     """Hand the run what earlier runs computed (:mod:`runner.warm.reuse`) and the cheaper
-    equivalents of hot ansible-core internals (:mod:`runner.warm.shortcut`). A failure
-    here only costs the saving: the run computes everything itself, as cold."""
+    equivalents of hot ansible-core internals (:mod:`runner.warm.shortcut`)."""
+    if launcher.kind == "program":
+        _saving(shortcut.install)
+    _saving(launcher.routing.install)
+    _saving(launcher.plugins.install)
+    if launcher.payloads is not None:
+        _saving(launcher.payloads.install)
+
+
+def _reuse_code(launcher: _Launcher) -> None:
+    """Compile through the code earlier runs compiled: templates in ``ansible-playbook``,
+    the payload's files in modules."""
+    if launcher.compiled is None:
+        return
+    if launcher.kind == "program":
+        _saving(launcher.compiled.install_for_templates)
+    else:
+        _saving(launcher.compiled.install_for_modules)
+
+
+def _saving(install: Callable[[], object]) -> None:
+    """Install one saving. A failure only costs that saving: the run computes it
+    itself, as cold."""
     try:
-        if launcher.kind == "program":
-            shortcut.install()
-        launcher.routing.install()
-        launcher.plugins.install()
-        if launcher.payloads is not None:
-            launcher.payloads.install()
-        if launcher.compiled is not None and launcher.kind == "program":
-            launcher.compiled.install_for_templates()
-        elif launcher.compiled is not None:
-            launcher.compiled.install_for_modules()
+        install()
     except Exception as exc:  # ansible-core internals differ from what reuse expects
         with contextlib.suppress(OSError):
             os.write(2, f"warm launcher: not reusing earlier runs' work: {exc!r}\n".encode())

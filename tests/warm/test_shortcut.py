@@ -42,3 +42,21 @@ def test_the_lazy_stack_walk_yields_the_frames_of_the_original() -> None:
         f"got {_described(lazy)[:3]}..."
     )
     assert stack.caller_frame() is not None
+
+
+def test_a_place_described_again_is_described_alike_and_apart() -> None:
+    """Each place is described once per run; later walks get equal, separate descriptions."""
+    first, again, original = (
+        _walk(walk)
+        for walk in (shortcut.lazy_iter_stack, shortcut.lazy_iter_stack, stack.iter_stack)
+    )
+    assert _described(again) == _described(first) == _described(original), (
+        f"expected every walk from one place described alike, got {_described(again)[:2]} "
+        f"after {_described(first)[:2]}"
+    )
+    assert first[0].code_context is not None
+    first[0].code_context.append("changed by a caller")
+    # _inner, the first frame, is the same place for every walk.
+    assert _described(_walk(shortcut.lazy_iter_stack))[0] == _described(original)[0], (
+        "a caller's change to one description reached a later walk's"
+    )
