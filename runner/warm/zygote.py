@@ -18,7 +18,9 @@ descriptor, default signal handlers, its own session, and it dies with the
 launcher (``PR_SET_PDEATHSIG``). When its client goes away (a timeout killed
 it), the child's whole process tree is killed (:mod:`runner.warm.tree`).
 What a child does never reaches the launcher or a later child: every run is a
-fresh fork of the same, untouched state.
+fresh fork of the same, untouched state. A child that is done ends without
+tearing the launcher's objects down, doing only what shutdown does that can be
+seen from outside (:mod:`runner.warm.finish`).
 
 A launcher serves only requests whose import-time inputs match its own — the
 environment apart from :data:`PER_RUN` variables, and the ansible.cfg that the
@@ -49,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.warm import payload, reuse, shortcut, tree, wire
+from runner.warm import finish, payload, reuse, shortcut, tree, wire
 
 #: Environment variables that differ from run to run and that nothing pre-imported
 #: reads at import time, or that a child re-reads (ansible-core's constants, the
@@ -534,4 +536,8 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
     request = serve(launcher)
     if request is None:
         return
-    run_child(launcher, request)
+    try:
+        run_child(launcher, request)
+    except SystemExit as exc:
+        finish.exit_now(exc.code)
+    finish.exit_now(None)

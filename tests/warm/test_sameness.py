@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import gzip
 import subprocess
 import sys
 from pathlib import Path
@@ -182,3 +183,55 @@ def _shape(result: Any) -> list[tuple[str, str, bool]]:
         for e in events(result)
         if e["event"] not in ("verbose", "debug")
     ]
+
+
+def _left_behind(directory: Path) -> dict[str, str]:
+    found = {}
+    for path in sorted(directory.iterdir()):
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError) as exc:
+                data = f"not a whole gzip file: {exc}".encode()
+        found[path.name] = data.decode(errors="replace")
+    return found
+
+
+def test_a_module_ends_as_a_cold_one_with_what_it_left_open(
+    launchers: warm.Launchers, run_warm: Run, run_cold: Run, tmp_path: Path
+) -> None:
+    """A warm child skips the interpreter's teardown; what teardown does that can be
+    seen (threads waited for, atexit, open files closed, C buffers flushed, exit
+    status) is done all the same."""
+    results = {}
+    for name, run in (("cold", run_cold), ("warm", run_warm)):
+        directory = tmp_path / f"left-{name}"
+        directory.mkdir()
+        if name == "warm":
+            ready(launchers, run_warm)
+        result = run("ending", extravars={"ending_directory": str(directory)})
+        assert started(result) == ("warm" if name == "warm" else "no launcher status"), (
+            f"{name}: {started(result)}"
+        )
+        assert not result.failed, result.failed_tasks
+        results[name] = (_left_behind(directory), outputs(result)["Report the exits"])
+    expected_files = {
+        "atexit.txt": "ran; thread done: True",
+        "c-stdio.txt": "buffered by C",
+        "packed.gz": "compressed",
+        "text.txt": "buffered text",
+        "thread.txt": "joined",
+    }
+    assert results["cold"][0] == expected_files, f"cold left {results['cold'][0]}"
+    assert results["warm"][0] == expected_files, (
+        f"expected warm to leave what cold leaves, {expected_files}, got {results['warm'][0]}"
+    )
+    assert (
+        results["warm"][1]
+        == results["cold"][1]
+        == {
+            "message": [1, "bye"],
+            "status": [3, ""],
+        }
+    ), f"exits: warm {results['warm'][1]}, cold {results['cold'][1]}"
