@@ -503,6 +503,7 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
     if kind == "program":
         routing.prepare()
         plugins.prepare()
+        shortcut.prepare()
     # Children share the launcher's pages copy-on-write; a garbage collection in a
     # child would touch (and so copy) every object. Frozen objects are never scanned.
     gc.collect()

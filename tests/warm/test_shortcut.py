@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -60,3 +61,18 @@ def test_a_place_described_again_is_described_alike_and_apart() -> None:
     assert _described(_walk(shortcut.lazy_iter_stack))[0] == _described(original)[0], (
         "a caller's change to one description reached a later walk's"
     )
+
+
+def test_the_launcher_maps_the_files_of_the_modules_it_imported() -> None:
+    """After ``prepare`` (in the launcher), describing a frame of any module imported
+    before it does not search ``sys.modules`` again."""
+    shortcut.prepare()
+    known = set(inspect.modulesbyfile.values())  # each file → the name its module knows
+    missing = [
+        module.__name__
+        for module in list(sys.modules.values())
+        if inspect.ismodule(module)
+        and getattr(module, "__file__", None)
+        and module.__name__ not in known
+    ]
+    assert not missing, f"modules not mapped to their files: {missing[:5]}"
