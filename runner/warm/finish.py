@@ -11,12 +11,13 @@ what shutdown does that has an effect outside the process:
 1. waits for the run's non-daemon threads (``threading._shutdown``);
 2. runs the ``atexit`` callbacks (ansible-core's temp dir cleanup,
    ``weakref.finalize`` callbacks, ``logging.shutdown``, multiprocessing's);
-3. closes what releasing the run's own objects would have closed: every file
+3. flushes ``sys.stdout`` and ``sys.stderr``;
+4. closes what releasing the run's own objects would have closed: every file
    object the run created and left open (outermost wrappers first, so buffered
    text reaches the file, and a ``gzip`` file gets its trailer), and every
-   ``NamedTemporaryFile`` (which deletes it);
-4. flushes ``sys.stdout`` and ``sys.stderr``, and C's stdio buffers;
-5. ends the process with the status Python would have ended it with.
+   ``NamedTemporaryFile`` (which deletes it), but not the standard streams;
+5. flushes the standard streams again, and C's stdio buffers;
+6. ends the process with the status Python would have ended it with.
 
 Objects the launcher made are never touched (``gc.freeze`` keeps them out of
 ``gc.get_objects``). Other ``__del__`` methods of a run's objects are not
@@ -48,6 +49,7 @@ def exit_now(code: object) -> None:
         if shutdown is not None:
             shutdown()
         atexit._run_exitfuncs()
+        _flush_standard_streams()
         _close_run_files()
         _flush_standard_streams()
     except BaseException:  # anything unexpected: shut down as Python does
@@ -71,15 +73,12 @@ def _close_run_files() -> None:
     each before the file objects it wraps."""
     tempfile = sys.modules.get("tempfile")
     wrapper = getattr(tempfile, "_TemporaryFileWrapper", None) if tempfile else None
-    standard = {id(stream) for stream in _standard_streams()}
+    kinds = (_io._IOBase,) if wrapper is None else (_io._IOBase, wrapper)
+    # The run's own objects (the launcher's are frozen), one C-level test each.
+    found = [obj for obj in gc.get_objects() if isinstance(obj, kinds)]
+    standard = {id(layer) for layer in _standard_layers()}
     files = {
-        id(obj): obj
-        for obj in gc.get_objects()  # the run's own objects: the launcher's are frozen
-        if id(obj) not in standard
-        and (
-            (wrapper is not None and isinstance(obj, wrapper))
-            or (isinstance(obj, _io._IOBase) and not isinstance(obj, _MEMORY))
-        )
+        id(obj): obj for obj in found if id(obj) not in standard and not isinstance(obj, _MEMORY)
     }
     for obj in _outermost_first(files):
         with contextlib.suppress(Exception):
@@ -114,6 +113,15 @@ def _outermost_first(files: dict[int, Any]) -> list[Any]:
 
 def _standard_streams() -> list[Any]:
     return [sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__, sys.stdin, sys.__stdin__]
+
+
+def _standard_layers() -> list[Any]:
+    """The standard streams with the buffers and raw files under them."""
+    layers = []
+    for stream in _standard_streams():
+        buffer = getattr(stream, "buffer", None)
+        layers += [stream, buffer, getattr(buffer, "raw", None), getattr(stream, "raw", None)]
+    return [layer for layer in layers if layer is not None]
 
 
 def _flush_standard_streams() -> None:
