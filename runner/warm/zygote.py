@@ -41,6 +41,7 @@ import importlib
 import os
 import runpy
 import selectors
+import shutil
 import signal
 import socket
 import stat
@@ -263,11 +264,13 @@ def serve(launcher: _Launcher) -> dict[str, Any] | None:
     selector.register(launcher.lifeline, selectors.EVENT_READ, "lifeline")
     selector.register(wakeup_r, selectors.EVENT_READ, "wakeup")
     parent = os.getpid()
+    orphaned = False  # the runtime went away: its private directory goes with it
     try:
         while True:
             for key, _ in selector.select():
                 tag = key.data
                 if tag == "lifeline":
+                    orphaned = True
                     return None
                 if tag == "wakeup":
                     with contextlib.suppress(BlockingIOError):
@@ -299,6 +302,8 @@ def serve(launcher: _Launcher) -> dict[str, Any] | None:
             tree.kill_children()  # every run, and every orphan a run left behind
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(launcher.socket_path)
+            if orphaned:  # also after kill -9 of the runtime, which cannot remove it
+                shutil.rmtree(os.path.dirname(launcher.socket_path), ignore_errors=True)
 
 
 def _start(

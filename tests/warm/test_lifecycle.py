@@ -81,12 +81,12 @@ run(0)
 import time
 while not pool.ready():
     time.sleep(0.1)
-print("ready", *pool.pids(), flush=True)
+print("ready", pool.directory, *pool.pids(), flush=True)
 run(300)
 """
 
 
-def test_runs_and_launchers_end_with_a_killed_runtime(tmp_path: Path) -> None:
+def test_runs_launchers_and_their_directory_end_with_a_killed_runtime(tmp_path: Path) -> None:
     marker = f"warm-orphan-{uuid.uuid4().hex}"
     runtime = subprocess.Popen(
         [
@@ -105,7 +105,8 @@ def test_runs_and_launchers_end_with_a_killed_runtime(tmp_path: Path) -> None:
         assert runtime.stdout is not None
         line = runtime.stdout.readline().split()
         assert line and line[0] == "ready", f"runtime did not start its launchers: {line}"
-        launcher_pids = [int(p) for p in line[1:]]
+        directory, launcher_pids = Path(line[1]), [int(p) for p in line[2:]]
+        assert directory.is_dir(), f"expected the launchers' directory {directory}"
         wait_for(lambda: processes_with(marker), describe="the slow task running", timeout=60)
         runtime.kill()
         runtime.wait()
@@ -114,6 +115,12 @@ def test_runs_and_launchers_end_with_a_killed_runtime(tmp_path: Path) -> None:
             until=lambda pids: not pids,
             describe="no run and no launcher left after kill -9 of the runtime",
             timeout=20,
+        )
+        wait_for(
+            directory.exists,
+            until=lambda exists: not exists,
+            describe=f"the launchers' directory {directory} removed after kill -9 of the runtime",
+            timeout=10,
         )
     finally:
         if runtime.poll() is None:
