@@ -58,8 +58,14 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# The warm launch client, compiled (runner/warm/client.c); without it wire.py is used.
+WARM_CLIENT := runner/warm/wire-client
+
 .PHONY: venv
-venv: $(VENV)/.installed ## Create .venv/ with the runner and its dev tools.
+venv: $(VENV)/.installed $(WARM_CLIENT) ## Create .venv/ with the runner and its dev tools.
+
+$(WARM_CLIENT): runner/warm/client.c
+	$(CC) -O2 -Wall -Wextra -o $@ $<
 
 $(VENV_ANSIBLE_218)/.installed: pyproject.toml hack/constraints/ansible-2.18.txt
 	python3 -m venv $(VENV_ANSIBLE_218)

@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,16 @@ from runner.warm import wire, zygote
 log = logging.getLogger("runner.warm")
 
 WIRE = Path(wire.__file__).resolve()
+#: The same client compiled (``client.c``, built by ``make venv`` and by the image): it
+#: starts in about a millisecond instead of a Python interpreter's ten or more.
+COMPILED_CLIENT = WIRE.with_name("wire-client")
+
+
+def compiled_client() -> Path | None:
+    """The compiled client when it was built and runs here, else None (then ``wire.py``)."""
+    return COMPILED_CLIENT if os.access(COMPILED_CLIENT, os.X_OK) else None
+
+
 _LIB_DIR = Path(__file__).resolve().parent.parent.parent
 #: Program launchers kept at once; a run needing another one starts cold.
 MAX_PROGRAM_LAUNCHERS = 4
@@ -118,8 +129,9 @@ class Launchers:
                 )
                 self._programs[key] = launcher
             socket = self._ensure(launcher) if launcher is not None else self._dir / "none"
-        client = [self._python, "-I", "-S", str(WIRE), "--socket", str(socket)]
-        return [*client, "--status", str(status), "--", *argv]
+        compiled = compiled_client()
+        client = [str(compiled)] if compiled else [self._python, "-I", "-S", str(WIRE)]
+        return [*client, "--socket", str(socket), "--status", str(status), "--", *argv]
 
     def module_interpreter(self, *, env: Mapping[str, str], cwd: str) -> str:
         """An ``ansible_python_interpreter`` that runs modules through the module launcher:
@@ -137,19 +149,27 @@ class Launchers:
             socket = self._ensure(self._module)
             script = self._dir / "python"
             if not script.exists():
-                arguments = ["--socket", str(socket), "--python", self._python]
-                text = (
-                    f"#!{self._python} -IS\n"
-                    "import sys\n"
-                    f"sys.path.insert(0, {str(WIRE.parent)!r})\n"
-                    "import wire\n"
-                    f"wire.client([*{arguments!r}, *sys.argv[1:]])\n"
-                )
+                text = self._interpreter_script(socket)
                 staging = script.with_suffix(".tmp")
                 staging.write_text(text, encoding="utf-8")
                 staging.chmod(0o755)
                 staging.replace(script)
         return str(script)
+
+    def _interpreter_script(self, socket: Path) -> str:
+        """The module interpreter: the compiled client behind ``sh`` (a millisecond), or
+        the Python client as a script."""
+        arguments = ["--socket", str(socket), "--python", self._python]
+        compiled = compiled_client()
+        if compiled is not None:
+            return f'#!/bin/sh\nexec {shlex.join([str(compiled), *arguments])} "$@"\n'
+        return (
+            f"#!{self._python} -IS\n"
+            "import sys\n"
+            f"sys.path.insert(0, {str(WIRE.parent)!r})\n"
+            "import wire\n"
+            f"wire.client([*{arguments!r}, *sys.argv[1:]])\n"
+        )
 
     def outcome(self, status: Path) -> tuple[str, str]:
         """How a run started (``warm``, ``cold`` or ``lost``) and why, from its status file."""
