@@ -60,6 +60,8 @@ LIB_ENV = "PLAYBOOK_OPERATOR_LIB"
 _LIB_DIR = Path(__file__).resolve().parent.parent.parent
 #: In a run's artifact dir: how ansible-playbook was started (warm, cold, lost: why).
 LAUNCHER_STATUS = "launcher"
+#: Each CR's Ansible local temp dir, in its private data dir (ANSIBLE_LOCAL_TEMP).
+LOCAL_TEMP = "tmp"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -213,6 +215,11 @@ class AnsibleRunner:
             (pdd / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
         _write_private(pdd / "env" / "extravars", json.dumps(dict(spec.extravars), default=_json))
         env = self._environment(spec)
+        if env.get("ANSIBLE_LOCAL_TEMP") == str(pdd / LOCAL_TEMP):
+            # What the previous run of this CR left (one killed by its timeout never
+            # cleans up); runs of one CR never overlap.
+            shutil.rmtree(pdd / LOCAL_TEMP, ignore_errors=True)
+            (pdd / LOCAL_TEMP).mkdir(mode=0o700)
 
         inventory = spec.inventory
         user_inventory = [
@@ -295,6 +302,10 @@ class AnsibleRunner:
         seen = {**os.environ, **env}
         if spec.gathering_explicit and "ANSIBLE_GATHERING" not in seen:
             env["ANSIBLE_GATHERING"] = "explicit"
+        if "ANSIBLE_LOCAL_TEMP" not in seen:
+            # Ansible's controller-side temp dir inside the CR's private data dir, emptied
+            # before each run, instead of ~/.ansible/tmp, where every killed run left one.
+            env["ANSIBLE_LOCAL_TEMP"] = str(spec.private_data_dir.resolve() / LOCAL_TEMP)
         if "ANSIBLE_PIPELINING" not in seen:
             # Modules reach the local interpreter on stdin instead of through a temp
             # file and three shell commands per task (mkdir, chmod, rm).

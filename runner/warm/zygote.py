@@ -63,6 +63,7 @@ PER_RUN = frozenset(
         "K8S_AUTH_KUBECONFIG",
         "AWX_ISOLATED_DATA_DIR",
         "ANSIBLE_CACHE_PLUGIN_CONNECTION",
+        "ANSIBLE_LOCAL_TEMP",
         "RUNNER_OMIT_EVENTS",
         "RUNNER_ONLY_FAILED_EVENTS",
         "JOB_ID",

@@ -12,15 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from runner import warm
+from runner.ansible import runner as ansible_runner
 from tests.ansible.conftest import Captured
 from tests.helpers import wait_for
 from tests.warm.conftest import PLAYBOOKS, ROLES, Run, processes_with, ready, started
 
 
-def test_a_run_killed_by_its_timeout_leaves_no_process(
-    launchers: warm.Launchers, run_warm: Run
+def test_a_run_killed_by_its_timeout_leaves_no_process_and_no_temp_dir(
+    launchers: warm.Launchers, run_warm: Run, tmp_path: Path
 ) -> None:
     ready(launchers, run_warm)
+    home_temp = Path("~/.ansible/tmp").expanduser()
+    before = set(home_temp.glob("ansible-local-*"))
     marker = f"warm-timeout-{uuid.uuid4().hex}"
     result = run_warm("sleepy", extravars={"seconds": 300, "marker": marker}, timeout=4)
     assert result.status == "timeout", result
@@ -31,6 +34,15 @@ def test_a_run_killed_by_its_timeout_leaves_no_process(
         describe="no process of the timed-out run left",
         timeout=15,
     )
+    left = set(home_temp.glob("ansible-local-*")) - before
+    assert not left, f"the killed run left Ansible temp dirs in {home_temp}: {sorted(left)}"
+    run_temp = tmp_path / "warm" / "pdd" / ansible_runner.LOCAL_TEMP
+    assert list(run_temp.glob("ansible-local-*")), (
+        f"expected the killed run's temp dir in {run_temp}"
+    )
+    assert not run_warm("inspect").failed
+    kept = list(run_temp.glob("ansible-local-*"))
+    assert not kept, f"expected the next run to start with an empty {run_temp}, found {kept}"
 
 
 def test_launcher_killed_mid_run_runs_it_again_cold(
@@ -66,6 +78,7 @@ RUNTIME = """
 import logging, sys
 from pathlib import Path
 from runner import warm
+from runner.ansible import runner as ansible_runner
 from runner.ansible import runner as ansible_runner
 pool = warm.Launchers()
 runner = ansible_runner.AnsibleRunner(launchers=pool)
