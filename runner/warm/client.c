@@ -273,10 +273,17 @@ static void exec_cold(char **argv, const char *status, const char *note) {
     _exit(127);
 }
 
-static void exec_cold_because(char **argv, const char *status, const char *prefix, const char *why) {
+/* A cold start with the note `<before><why><after>`. */
+static void exec_cold_noting(char **argv, const char *status, const char *before, const char *why,
+                             const char *after) {
     char note[700];
-    snprintf(note, sizeof note, "%s%s%s", prefix, why, strcmp(prefix, "cold: launcher unavailable (") ? "" : ")");
+    snprintf(note, sizeof note, "%s%s%s", before, why, after);
     exec_cold(argv, status, note);
+}
+
+/* A cold start because the launcher could not be reached. */
+static void exec_cold_unavailable(char **argv, const char *status, const char *why) {
+    exec_cold_noting(argv, status, "cold: launcher unavailable (", why, ")");
 }
 
 /* The payload piped on stdin, moved into a memory file on fd 0 (so whoever runs it
@@ -442,24 +449,24 @@ int main(int argc, char **argv) {
     char why[600];
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     if (strlen(socket_path) >= sizeof address.sun_path) {
-        exec_cold_because(program, status, "cold: launcher unavailable (", "socket path too long");
+        exec_cold_unavailable(program, status, "socket path too long");
     }
     strcpy(address.sun_path, socket_path);
     sock_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (sock_fd < 0 || connect(sock_fd, (struct sockaddr *)&address, sizeof address) < 0 ||
         send_all(sock_fd, message.data, message.len, 1) < 0) {
         snprintf(why, sizeof why, "[Errno %d] %s", errno, strerror(errno));
-        exec_cold_because(program, status, "cold: launcher unavailable (", why);
+        exec_cold_unavailable(program, status, why);
     }
     free(body.data);
     free(message.data);
 
     entry_t started = {0};
     int rc = receive(&started, why, sizeof why);
-    if (rc < 0) exec_cold_because(program, status, "cold: launcher unavailable (", why);
+    if (rc < 0) exec_cold_unavailable(program, status, why);
     if (rc == 1) exec_cold(program, status, "cold: launcher closed the connection");
     if (!strcmp(started.key, "cold"))
-        exec_cold_because(program, status, "cold: ", started.is_int ? "refused" : started.text);
+        exec_cold_noting(program, status, "cold: ", started.is_int ? "refused" : started.text, "");
     write_status(status, "warm");
     relay_signals();
 
