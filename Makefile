@@ -120,6 +120,10 @@ bench-memcached: venv cluster-up ## Memcached at scale: N CRs of 3 pods created,
 bench-sharding: venv cluster-up ## Reconciles per minute with 1 vs 3 sharded replicas, CPU per reconcile, projection (BENCH_ARGS=--help).
 	$(PY) bench/sharding.py $(BENCH_ARGS)
 
+.PHONY: chaos
+chaos: venv cluster-binaries ## CRs under churn through kill -9, API server/etcd restarts, a frozen link, handover, on its own cluster; checks and figures (CHAOS_ARGS=--help).
+	$(PY) bench/chaos.py $(CHAOS_ARGS)
+
 .PHONY: bench-compare
 bench-compare: venv cluster-up ## Side by side with operator-sdk's Go ansible-operator v1.31 (builds it into bin/).
 	hack/ansible-operator/build.sh
@@ -142,9 +146,14 @@ install: venv $(if $(USE_EMBEDDED),cluster-up) ## Install the CRDs into the clus
 uninstall: venv ## Remove the CRDs from the cluster.
 	$(KUBECTL) delete -k config/crd --ignore-not-found
 
+# NODE=real: deploy config/devcluster-real instead (the manager on the embedded cluster's
+# real node, `make cluster-up NODE=real`), after loading the podman image IMG into it.
+DEPLOY_CONFIG ?= $(if $(filter real,$(NODE)),config/devcluster-real,config/default)
+
 .PHONY: deploy
-deploy: venv $(if $(USE_EMBEDDED),cluster-up) ## Deploy the operator with kustomize (config/default), image IMG.
-	$(KUBECTL) kustomize config/default | sed "s|image: controller:latest|image: $(IMG)|" | $(KUBECTL) apply -f -
+deploy: venv $(if $(USE_EMBEDDED),cluster-up) ## Deploy the operator with kustomize (config/default), image IMG (NODE=real: on the embedded cluster's real node).
+	$(if $(filter real,$(NODE)),$(PY) -m devcluster load $(IMG))
+	$(KUBECTL) kustomize $(DEPLOY_CONFIG) | sed "s|image: controller:latest|image: $(IMG)|" | $(KUBECTL) apply -f -
 
 .PHONY: undeploy
 undeploy: venv ## Remove everything deploy created.
@@ -173,16 +182,25 @@ molecule: venv cluster-binaries ## Molecule on the embedded cluster (MOLECULE_SC
 
 ##@ Embedded cluster
 
+# NODE=real: cluster-binaries and cluster-up also build and add a real node (containerd,
+# kubelet, kube-proxy; root), tainted so only pods that ask for it land there.
+NODE ?=
+NODE_FLAG = $(if $(filter real,$(NODE)), --node real)
+
 .PHONY: cluster-binaries
-cluster-binaries: venv ## Build etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok (first time only).
-	$(PY) -m devcluster build
+cluster-binaries: venv ## Build etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok (first time only; NODE=real: kubelet, kube-proxy too).
+	$(PY) -m devcluster build$(NODE_FLAG)
 
 .PHONY: cluster-up
-cluster-up: cluster-binaries ## Start the embedded control plane; kubeconfig in .cluster/kubeconfig.
-	$(PY) -m devcluster up
+cluster-up: cluster-binaries ## Start the embedded control plane; kubeconfig in .cluster/kubeconfig (NODE=real: add a real node).
+	$(PY) -m devcluster up$(NODE_FLAG)
+
+.PHONY: cluster-load
+cluster-load: venv ## Load the local podman image IMG into the real node's containerd (like kind load docker-image).
+	$(PY) -m devcluster load $(IMG)
 
 .PHONY: cluster-down
-cluster-down: venv ## Stop every process of the embedded control plane.
+cluster-down: venv ## Stop every process of the embedded control plane (and the real node, if any).
 	$(PY) -m devcluster down
 
 .PHONY: cluster-status

@@ -42,6 +42,7 @@ import yaml
 import devcluster
 from runner.kube import client as kube_client
 from runner.kube import config as kube_config
+from runner.kube import decode
 from runner.kube import errors as kube_errors
 from runner.kube.types import GVK
 
@@ -288,6 +289,8 @@ class Converged:
         while True:
             try:
                 for event in self._client.stream(path, query={}, read_timeout=600):
+                    if isinstance(event, decode.Rejected):
+                        continue  # not an object this benchmark made
                     obj = event["object"]
                     if not self._done(obj):
                         continue

@@ -3,8 +3,10 @@
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (which fakes
 a kubelet, so pods reach Running on a fake node) are built from Go modules
 (:mod:`~devcluster.builder`) and run as detached processes on loopback
-(:class:`~devcluster.cluster.Cluster`). It is independent of the ``runner`` package
-on purpose: it is the ground the runner is tested on.
+(:class:`~devcluster.cluster.Cluster`). Opt-in, a real node (containerd, kubelet,
+kube-proxy; :mod:`~devcluster.node`) runs real containers beside the fake one. It is
+independent of the ``runner`` package on purpose: it is the ground the runner is tested
+on.
 
 Typical use::
 
@@ -27,6 +29,7 @@ from devcluster.errors import (
     BuildError,
     DevClusterError,
     KubectlError,
+    NodeUnavailableError,
     StartError,
 )
 
@@ -37,6 +40,7 @@ __all__ = [
     "Cluster",
     "DevClusterError",
     "KubectlError",
+    "NodeUnavailableError",
     "StartError",
     "accounts",
     "build",

@@ -21,9 +21,14 @@ SCHEDULER = "kube-scheduler"
 KUBECTL = "kubectl"
 ETCD = "etcd"
 KWOK = "kwok"
+#: The real node's components (``devcluster up --node real``), built only on demand.
+KUBELET = "kubelet"
+KUBE_PROXY = "kube-proxy"
+#: The real node's sandbox program, packed into the pause image (not run on the host).
+PAUSE = "pause"
 
 #: Every binary the cluster runs or offers, in start order.
-NAMES = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, KWOK, KUBECTL)
+NAMES = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER, KWOK, KUBECTL, KUBELET, KUBE_PROXY)
 
 #: kwok's Stage objects, assembled at build time from kwok's module (kwok needs them).
 STAGES_FILE = "kwok-stages.yaml"

@@ -6,8 +6,11 @@ kube-scheduler and kubectl are symlinks to it) so the huge shared dependency set
 compiled and linked once; ``etcd`` comes from the wrapper module in
 ``hack/cluster/etcd``; kwok is ``go install``ed; and kwok's Stage objects are copied
 out of kwok's module into ``kwok-stages.yaml``, because kwok refuses to run without
-them. A stamp file records the pin each output was built from, so a second run only
-rebuilds what a pin change (or a missing file) made stale.
+them. The real node's binaries (``devcluster up --node real``) are built only when asked
+for (``node=True``): ``k8s-node``, a second multicall binary (kubelet and kube-proxy are
+symlinks to it), from ``hack/cluster/node``, and the static ``pause`` program the pause
+image holds, from ``hack/cluster/pause``. A stamp file records the pin each output was
+built from, so a second run only rebuilds what a pin change (or a missing file) made stale.
 
 go's own output (a cold build prints hundreds of "go: downloading" lines) is not shown:
 :class:`~devcluster.progress.GoProgress` reports what is built and how far along it is
@@ -36,6 +39,7 @@ K8S_LINKS = (
     binaries.SCHEDULER,
     binaries.KUBECTL,
 )
+NODE_LINKS = (binaries.KUBELET, binaries.KUBE_PROXY)
 #: The default stages kwokctl installs for "fast" clusters, in kwok's module layout.
 KWOK_STAGES = (
     "kustomize/stage/node/fast/node-initialize.yaml",
@@ -70,12 +74,25 @@ class Step:
     seconds: float
 
 
-def targets(p: pins.Pins) -> tuple[Target, ...]:
-    return (
+def targets(p: pins.Pins, *, node: bool = False) -> tuple[Target, ...]:
+    """The control plane's targets; with ``node``, the real node's too."""
+    control_plane = (
         Target("k8s", ("k8s", *K8S_LINKS), K8S_LINKS, f"{p.kubernetes}+{p.k8s_sources}+r{RECIPE}"),
         Target("etcd", (binaries.ETCD,), (binaries.ETCD,), f"{p.etcd}+{p.etcd_sources}"),
         Target("kwok", (binaries.KWOK,), (binaries.KWOK,), p.kwok),
         Target("stages", (binaries.STAGES_FILE,), (), p.kwok),
+    )
+    if not node:
+        return control_plane
+    return (
+        *control_plane,
+        Target(
+            "node",
+            ("k8s-node", *NODE_LINKS),
+            NODE_LINKS,
+            f"{p.kubernetes}+{p.node_sources}+r{RECIPE}",
+        ),
+        Target("pause", (binaries.PAUSE,), (), f"{p.pause_sources}+r{RECIPE}"),
     )
 
 
@@ -177,6 +194,32 @@ def _build_k8s(p: pins.Pins, bin_dir: Path, watch: progress.GoProgress) -> None:
         path.symlink_to("k8s")
 
 
+def _build_node(p: pins.Pins, bin_dir: Path, watch: progress.GoProgress) -> None:
+    source = pins.module_dir("node")
+    tmp = bin_dir / "k8s-node.tmp"
+    flags = _k8s_ldflags(p, cwd=source, watch=watch)
+    _compile(["-trimpath", "-ldflags", flags, "-o", str(tmp), "."], cwd=source, watch=watch)
+    tmp.replace(bin_dir / "k8s-node")
+    for link in NODE_LINKS:
+        path = bin_dir / link
+        if path.is_symlink() or path.exists():
+            path.unlink()
+        path.symlink_to("k8s-node")
+
+
+def _build_pause(p: pins.Pins, bin_dir: Path, watch: progress.GoProgress) -> None:
+    source = pins.module_dir("pause")
+    tmp = bin_dir / "pause.tmp"
+    # Static: the pause image holds this one file and no libc.
+    _go(
+        ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), "."],
+        cwd=source,
+        watch=watch,
+        env={"CGO_ENABLED": "0"},
+    )
+    tmp.replace(bin_dir / binaries.PAUSE)
+
+
 def _build_etcd(p: pins.Pins, bin_dir: Path, watch: progress.GoProgress) -> None:
     source = pins.module_dir("etcd")
     tmp = bin_dir / "etcd.tmp"
@@ -221,6 +264,8 @@ BUILDERS: dict[str, Callable[[pins.Pins, Path, progress.GoProgress], None]] = {
     "etcd": _build_etcd,
     "kwok": _build_kwok,
     "stages": _build_stages,
+    "node": _build_node,
+    "pause": _build_pause,
 }
 
 
@@ -251,9 +296,11 @@ def build(
     bin_dir: Path | None = None,
     force: bool = False,
     skip_overridden: bool = False,
+    node: bool = False,
     out: Printer = print,
 ) -> list[Step]:
-    """Build every stale target into ``bin_dir`` (default ``bin/k8s/<pin>``).
+    """Build every stale target into ``bin_dir`` (default ``bin/k8s/<pin>``); with ``node``,
+    the real node's binaries too.
 
     ``skip_overridden`` leaves out targets whose binaries the environment already
     supplies (``TEST_ASSET_*`` / ``$KUBEBUILDER_ASSETS``), so a machine with envtest's
@@ -264,7 +311,7 @@ def build(
     steps: list[Step] = []
     with _locked(directory):
         stamp = _read_stamp(directory)
-        all_targets = targets(p)
+        all_targets = targets(p, node=node)
         for index, target in enumerate(all_targets, start=1):
             if skip_overridden and _overridden(target):
                 continue
@@ -290,6 +337,8 @@ def build(
 def _overridden(target: Target) -> bool:
     if target.name == "stages":
         return bool(os.environ.get("TEST_ASSET_KWOK_STAGES"))
+    if not target.provides:  # pause: never supplied by the environment
+        return False
     return all(binaries.override(name) is not None for name in target.provides)
 
 

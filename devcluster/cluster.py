@@ -27,6 +27,7 @@ from devcluster import (
     health,
     kubeconfig,
     layout,
+    node,
     pins,
     polling,
     ports,
@@ -273,6 +274,7 @@ class Cluster:
                 self._purge()
 
     def _stop_all(self, *, timeout: float) -> None:
+        node.stop(where=self.layout, out=self._out)  # the real node, if any, goes first
         for name in reversed(components.ORDER):
             self.stop_component(name, timeout=timeout)
 
@@ -307,6 +309,36 @@ class Cluster:
         """Stop kube-apiserver and start it again on the same port; returns once ready."""
         self.stop_component(binaries.APISERVER)
         self.start_component(binaries.APISERVER, timeout=timeout)
+
+    # -- the real node (opt-in) ------------------------------------------------
+
+    def add_real_node(self, *, timeout: float = 120.0) -> float:
+        """Add the real node (containerd, kubelet, kube-proxy) to this running cluster.
+
+        Nothing of the control plane restarts. Returns the seconds taken (0 if it already
+        runs); raises :class:`NodeUnavailableError` when this machine cannot run one.
+        """
+        with self._locked():
+            if not self.is_running():
+                raise errors.StartError(
+                    f"the cluster in {self.data_dir} is not running; start it before its real node"
+                )
+            return node.start(
+                where=self.layout,
+                client=self.admin_api(),
+                bin_dir=self.bin_dir,
+                timeout=timeout,
+                out=self._out,
+            )
+
+    def remove_real_node(self) -> None:
+        """Stop the real node and delete its Node object; the control plane keeps running."""
+        with self._locked():
+            client = self.admin_api() if self.is_running() else None
+            node.stop(where=self.layout, client=client, out=self._out)
+
+    def has_real_node(self) -> bool:
+        return node.running(self.layout)
 
     # -- using it -------------------------------------------------------------
 

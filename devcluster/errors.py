@@ -6,6 +6,8 @@
     ├── BinaryNotFoundError  a control-plane binary is neither overridden nor built
     ├── BuildError           `go build` / `go install` failed
     ├── StartError           a component exited or did not become healthy in time
+    │   └── NodeUnavailableError  the real node cannot run here (a package is missing,
+    │                             the kernel refuses something): one line saying which
     ├── ApiError             the API server answered a dev-cluster call with a failure
     └── KubectlError         `Cluster.kubectl(..., check=True)` exited non-zero
 """
@@ -27,6 +29,11 @@ class BuildError(DevClusterError):
 
 class StartError(DevClusterError):
     """The control plane did not come up; the message carries the failing log's tail."""
+
+
+class NodeUnavailableError(StartError):
+    """The real node cannot start on this machine; the message is one line naming the
+    package to install or what the kernel refused (tests skip on it)."""
 
 
 class ApiError(DevClusterError):

@@ -1,11 +1,13 @@
 """What `devcluster status` reports: each component's process and port, /readyz, and
-whether the fake node is Ready. Read-only; it never starts or stops anything."""
+whether the fake node is Ready; with a real node (``up --node real``), its containerd,
+kubelet and kube-proxy rows and its Ready condition too. Read-only; it never starts or
+stops anything."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from devcluster import api, components, errors, layout, ports, processes
+from devcluster import api, components, errors, layout, nodeconfig, ports, processes
 
 
 @dataclass(frozen=True)
@@ -26,10 +28,19 @@ class Report:
     ready: bool
     readyz: str
     node_ready: bool | None
+    #: the real node's Ready condition; None when the cluster has no real node
+    real_node_ready: bool | None = None
+    has_real_node: bool = False
 
     @property
     def healthy(self) -> bool:
-        return self.ready and all(c.alive for c in self.components) and bool(self.node_ready)
+        real_ok = bool(self.real_node_ready) if self.has_real_node else True
+        return (
+            self.ready
+            and all(c.alive for c in self.components)
+            and bool(self.node_ready)
+            and real_ok
+        )
 
     def render(self) -> str:
         lines = [f"data dir: {self.data_dir}", f"server:   {self.server or '-'}"]
@@ -45,6 +56,9 @@ class Report:
         lines.append(f"readyz:   {'ok' if self.ready else 'not ready'} ({self.readyz})")
         node = {None: "unknown", True: "Ready", False: "not Ready"}[self.node_ready]
         lines.append(f"node {components.NODE_NAME}: {node}")
+        if self.has_real_node:
+            real = {None: "unknown", True: "Ready", False: "not Ready"}[self.real_node_ready]
+            lines.append(f"node {nodeconfig.NODE_NAME}: {real} (real)")
         return "\n".join(lines)
 
 
@@ -60,13 +74,25 @@ def node_ready(client: api.Api, name: str = components.NODE_NAME) -> bool | None
     return False
 
 
+def _node_port(name: str, node_state: nodeconfig.State) -> int | None:
+    return {
+        nodeconfig.KUBELET: node_state.ports.kubelet_healthz,
+        nodeconfig.KUBE_PROXY: node_state.ports.proxy_healthz,
+    }.get(name)
+
+
 def collect(*, where: layout.Layout, client: api.Api | None) -> Report:
     state = where.read_state()
+    node_state = nodeconfig.Paths.of(where).read_state()
+    names = components.ORDER + (nodeconfig.ORDER if node_state else ())
     rows = []
-    for name in components.ORDER:
+    for name in names:
         handle = processes.read(where.pid_file(name))
         alive = handle is not None and processes.alive(handle)
-        port = components.port_of(name, state.ports) if state else None
+        if name in nodeconfig.ORDER and node_state is not None:
+            port = _node_port(name, node_state)
+        else:
+            port = components.port_of(name, state.ports) if state else None
         rows.append(
             Component(
                 name=name,
@@ -85,4 +111,8 @@ def collect(*, where: layout.Layout, client: api.Api | None) -> Report:
         ready=ready,
         readyz=detail,
         node_ready=node_ready(client) if client and ready else None,
+        has_real_node=node_state is not None,
+        real_node_ready=(
+            node_ready(client, nodeconfig.NODE_NAME) if node_state and client and ready else None
+        ),
     )

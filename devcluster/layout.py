@@ -12,7 +12,8 @@
     ├── run/<component>.pid     "<pid> <start time>" of every running process
     ├── logs/<component>.log    stdout+stderr of each component (kept after `down`)
     ├── kube-controller-manager/, kube-scheduler/   their self-signed serving certs
-    └── accounts/               kubeconfigs minted for service accounts
+    ├── accounts/               kubeconfigs minted for service accounts
+    └── node/                   the real node, if any (``up --node real``; see nodeconfig)
 
 Other clusters (pytest's own, throwaway test clusters) use their own data dirs, so
 several can run side by side.
@@ -119,6 +120,7 @@ class Layout:
             self.kwok_dir,
             self.cert_dir("kube-controller-manager"),
             self.cert_dir("kube-scheduler"),
+            # Not node/: node.stop removes it, once nothing is mounted below it.
         ]
 
     def read_state(self) -> State | None:

@@ -50,7 +50,7 @@ def repo_root() -> Path:
 
 
 def module_dir(name: str) -> Path:
-    """``hack/cluster/<name>``: the Go wrapper module for ``k8s`` or ``etcd``."""
+    """``hack/cluster/<name>``: the Go module for ``k8s``, ``etcd``, ``node`` or ``pause``."""
     return repo_root() / "hack" / "cluster" / name
 
 
@@ -66,6 +66,9 @@ class Pins:
     kwok: str
     k8s_sources: str
     etcd_sources: str
+    #: the real node's kubelet + kube-proxy multicall module, and its pause program
+    node_sources: str = ""
+    pause_sources: str = ""
 
     @property
     def kubernetes_major(self) -> str:
@@ -100,4 +103,6 @@ def load() -> Pins:
         kwok=KWOK_VERSION,
         k8s_sources=_digest(k8s),
         etcd_sources=_digest(etcd),
+        node_sources=_digest(module_dir("node")),
+        pause_sources=_digest(module_dir("pause")),
     )

@@ -118,10 +118,19 @@ def parser() -> argparse.ArgumentParser:
     )
     _flag(
         run,
+        "--reconcile-timeout",
+        type=_duration,
+        default=defaults.reconcile_timeout,
+        help="how long one Ansible run may take before it is killed (Go duration, "
+        "default 1h; 0: no limit); a watch's reconcileTimeout overrides it",
+    )
+    _flag(
+        run,
         "--max-concurrent-reconciles",
         type=int,
         default=defaults.max_concurrent_reconciles,
-        help="workers per watch (default: CPU count)",
+        help="workers per watch (default: the container's CPU quota, rounded up; "
+        "without one, the CPU count)",
     )
     _flag(
         run,
@@ -461,6 +470,10 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
     if sharded and args.leader_elect:
         # Two ways of deciding who reconciles: one leader, or a share per replica.
         raise errors.ConfigError("--sharded and --leader-elect are mutually exclusive")
+    if args.reconcile_timeout < 0:
+        raise errors.ConfigError(
+            f"--reconcile-timeout must not be negative, saw {args.reconcile_timeout:g}s"
+        )
     if args.metrics_require_rbac and not args.metrics_secure:
         # A scraper's bearer token must never cross the network in clear text.
         raise errors.ConfigError("--metrics-require-rbac needs --metrics-secure")
@@ -503,6 +516,7 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
             environ.get("WATCH_NAMESPACE", getattr(args, "cache_namespace", ""))
         ),
         reconcile_period=args.reconcile_period,
+        reconcile_timeout=args.reconcile_timeout,
         max_concurrent_reconciles=args.max_concurrent_reconciles,
         ansible_verbosity=args.ansible_verbosity,
         ansible_args=args.ansible_args,

@@ -107,6 +107,9 @@ class Controller:
         self.workers = workers
         self._observer = observer
         self._threads: list[threading.Thread] = []
+        # Worker thread → time.monotonic() its current key was taken (the liveness check).
+        self._busy: dict[int, float] = {}
+        self._busy_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -159,6 +162,11 @@ class Controller:
     def in_flight(self) -> int:
         return self.queue.in_flight()  # keys handed out and not yet done
 
+    def busy_since(self) -> list[float]:
+        """``time.monotonic()`` at which each key a worker holds now was taken."""
+        with self._busy_lock:
+            return list(self._busy.values())
+
     def stop(self, *, timeout: float) -> bool:
         """Stop taking work; wait up to ``timeout`` for running reconciles. True if all ended."""
         self.queue.shutdown()
@@ -172,6 +180,9 @@ class Controller:
             key = self.queue.get()
             if key is None:
                 return  # shut down
+            worker = threading.get_ident()
+            with self._busy_lock:
+                self._busy[worker] = time.monotonic()
             try:
                 if self._gate is None:
                     self._process(key)
@@ -187,6 +198,8 @@ class Controller:
                 else:
                     self.queue.forget(key)  # handed over: the new owner runs it
             finally:
+                with self._busy_lock:
+                    del self._busy[worker]
                 # done() after the result branch: a key re-added meanwhile becomes ready now.
                 self.queue.done(key)
 

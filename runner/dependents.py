@@ -6,6 +6,9 @@ watched namespace) serves every owner kind; its events pass the dependent
 predicate (changes and deletions, not creations or status-only updates) and are
 mapped to owner keys through ownerReferences or operator-sdk's
 primary-resource annotations. Blacklisted kinds are neither watched nor cached.
+A child that cannot be decoded is skipped by its informer (logged, never
+reported on: only primary objects get a Failure condition); a child whose
+references cannot be read is logged and its other owner kinds still hear.
 Their stores also serve the proxy's cached reads.
 """
 
@@ -114,12 +117,18 @@ class DependentWatches:
                 return  # the echo of a write a run just made; reconciling again would loop
             with self._lock:
                 owner_kinds = list(self._owners.get(child_gvk, ()))
+            failed: Exception | None = None
             for owner_gvk in owner_kinds:
                 enqueue = self._enqueue_for.get(owner_gvk)
                 if enqueue is None:
                     continue
                 namespaced = self._owner_namespaced.get(owner_gvk, True)
-                for key in ownership.owner_keys(event.obj, owner_gvk):
+                try:
+                    keys = ownership.owner_keys(event.obj, owner_gvk)
+                except Exception as exc:  # a malformed reference: the other owner kinds still hear
+                    failed = failed or exc
+                    continue
+                for key in keys:
                     log.debug(
                         "dependent changed",
                         extra={
@@ -133,5 +142,7 @@ class DependentWatches:
                         key if namespaced else ObjectKey(key.rpartition("/")[2]),
                         queue_mod.Priority.EVENT,
                     )
+            if failed is not None:
+                raise failed  # the informer logs it once, naming the child
 
         return handle

@@ -1,29 +1,42 @@
 """``/healthz`` and ``/readyz`` for the kubelet's probes, and the listeners of
 every endpoint the runner serves.
 
-healthz answers while the process serves; readyz only once every informer has
-finished its first list (the caches are synced) and, under leader election,
-regardless of leadership (a standby replica is ready to take over).
+healthz answers 200 while the runtime makes progress, and 500 with a short
+reason when it does not (:func:`problem`): a worker stuck well past its
+reconcile timeout, or a primary informer whose thread ended or whose loop
+showed no sign of life for :data:`STALL_AFTER`. The kubelet then restarts
+the container, which is the only cure for a wedged thread. readyz answers
+only once every informer has finished its first list (the caches are
+synced) and, under leader election, regardless of leadership (a standby
+replica is ready to take over).
 
 :func:`listen` binds an endpoint given by a ``--*-bind-address`` flag; an
 address that cannot be served stops the runner with the flag and port named.
+Every endpoint is a bounded :mod:`runner.listener`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import socket
 import ssl
 import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
-from runner import errors
+from runner import errors, listener, source
 
 log = logging.getLogger("runner.health")
 
 Check = Callable[[], bool]
+#: None while the runtime is healthy, else a short reason for /healthz's 500.
+Live = Callable[[], str | None]
+
+#: An informer that showed no sign of life for this long is stopped. A healthy one
+#: shows some at least every WATCH_TIMEOUT_SECONDS (the server ends each watch then).
+STALL_AFTER = 2.0 * source.WATCH_TIMEOUT_SECONDS
 
 
 def parse_bind(address: str, *, default_host: str = "0.0.0.0") -> tuple[str, int] | None:
@@ -41,11 +54,11 @@ def listen(
     *,
     flag: str,
     address: str,
-    handler: type[BaseHTTPRequestHandler],
+    handler: listener.App,
     name: str,
     tls: ssl.SSLContext | None = None,
     default_host: str = "0.0.0.0",
-) -> ThreadingHTTPServer | None:
+) -> listener.Server | None:
     """Serve ``handler`` on the value of ``flag``; None when it disables the endpoint.
 
     Raises :class:`errors.ListenError` (a start-up error) naming the flag and the
@@ -79,26 +92,15 @@ def _bind_problem(exc: OSError, host: str, port: int) -> str:
     return f"cannot listen on port {port}: {exc.strerror or exc}"
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 def serve(
     address: tuple[str, int],
     *,
-    handler: type[BaseHTTPRequestHandler],
+    handler: listener.App,
     name: str,
     tls: ssl.SSLContext | None = None,
-) -> ThreadingHTTPServer:
-    server = _QuietServer(address, handler)
-    if tls is not None:
-        # Handshake in the handler thread, so a slow client cannot stall accept().
-        server.socket = tls.wrap_socket(
-            server.socket, server_side=True, do_handshake_on_connect=False
-        )
-    thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
-    thread.start()
+) -> listener.Server:
+    # TLS handshakes happen on the listener's selector thread, never blocking accept().
+    server = listener.serve(address, app=handler, name=name, tls=tls)
     log.info(
         "serving",
         extra={
@@ -110,28 +112,94 @@ def serve(
     return server
 
 
-def handler_for(*, ready: Check) -> type[BaseHTTPRequestHandler]:
-    class Probe(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def handler_for(*, ready: Check, live: Live = lambda: None) -> listener.App:
+    """/healthz (``live``) and /readyz (``ready``); GETs only, no body wanted."""
 
-        def do_GET(self) -> None:
-            if self.path.startswith("/healthz"):
-                ok = True
-            elif self.path.startswith("/readyz"):
-                ok = ready()
-            else:
-                self._answer(404, b"not found\n")
-                return
-            self._answer(200 if ok else 503, b"ok\n" if ok else b"caches not synced\n")
+    def handle(request: listener.Request) -> listener.Response:
+        if request.method != "GET":
+            return listener.text(405, "method not allowed")
+        if request.path.startswith("/healthz"):
+            reason = live()
+            return listener.text(200, "ok") if reason is None else listener.text(500, reason)
+        if request.path.startswith("/readyz"):
+            return listener.text(200, "ok") if ready() else listener.text(503, "caches not synced")
+        return listener.text(404, "not found")
 
-        def _answer(self, code: int, body: bytes) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    # Probes every few seconds would drown the operator's logs: nothing is logged per request.
+    return listener.App(handle=handle)
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass  # probes every few seconds would drown the operator's logs
 
-    return Probe
+# -- liveness ------------------------------------------------------------------
+
+
+class Workers(Protocol):
+    """A controller's workers (:class:`runner.controller.Controller`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def busy_since(self) -> list[float]:
+        """time.monotonic() at which each reconcile running now started."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Watcher:
+    """An informer and the thread that runs its loop."""
+
+    informer: source.Informer
+    thread: threading.Thread
+
+
+def grace(timeout: float) -> float:
+    """How long past its timeout a reconcile may run before its worker counts as stuck."""
+    return max(60.0, 0.1 * timeout)
+
+
+def stuck(*, workers: Workers, timeout: float | None, now: float) -> str | None:
+    """Why the workers count as stuck (a reconcile past timeout + grace), else None."""
+    if timeout is None or timeout <= 0:
+        return None
+    oldest = min(workers.busy_since(), default=None)
+    if oldest is None or now - oldest <= timeout + grace(timeout):
+        return None
+    return f"{workers.name}: a reconcile has run {now - oldest:.0f}s, past its {timeout:g}s timeout"
+
+
+def stalled(watcher: Watcher, *, now: float) -> str | None:
+    """Why the informer counts as stopped (thread ended, or silent too long), else None."""
+    informer = watcher.informer
+    where = f"informer of {informer.resource.plural} in {informer.namespace or 'all namespaces'}"
+    if not watcher.thread.is_alive():
+        return f"{where}: its thread ended"
+    activity: Callable[[], float] | None = getattr(informer, "last_activity", None)
+    if activity is not None and now - activity() > STALL_AFTER:
+        return f"{where}: no progress for {now - activity():.0f}s"
+    return None
+
+
+def problem(
+    *,
+    workers: Iterable[tuple[Workers, float | None]],
+    watchers: Iterable[Watcher],
+    now: float,
+) -> str | None:
+    """The first reason the runtime is not live ((workers, their timeout) pairs), else None."""
+    for each, timeout in workers:
+        reason = stuck(workers=each, timeout=timeout, now=now)
+        if reason is not None:
+            return reason
+    for watcher in watchers:
+        reason = stalled(watcher, now=now)
+        if reason is not None:
+            return reason
+    return None
+
+
+def run_timeout(settings: object, watch: object) -> float | None:
+    """The reconcile timeout of a watch: its own, else the settings' (None: no limit)."""
+    for owner in (watch, settings):
+        value = getattr(owner, "reconcile_timeout", None)
+        if isinstance(value, int | float) and value > 0:
+            return float(value)
+    return None

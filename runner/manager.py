@@ -19,7 +19,6 @@ import signal
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from http.server import ThreadingHTTPServer
 from types import FrameType
 
 from runner import (
@@ -29,11 +28,13 @@ from runner import (
     errors,
     health,
     leader,
+    listener,
     metrics,
     ownership,
     proxy,
     reconcile,
     recorder,
+    rejection,
     sharding,
     source,
     warm,
@@ -87,8 +88,16 @@ class Manager:
         # Shard rounds go on while running reconciles drain at shutdown: own stop event.
         self._shards_stop = threading.Event()
         self._shards_thread: threading.Thread | None = None
+        # Likewise the leader's renewals: the Lease is kept until the runs ended.
+        self._lease_stop = threading.Event()
         self.launchers: warm.Launchers | None = None
-        self._servers: list[ThreadingHTTPServer] = []
+        # Primary objects the informers cannot decode get a Failure condition, once we lead.
+        self.rejections = rejection.Reporter(
+            client=self.client,
+            owns=lambda gvk, key: self.shards is None or self.shards.owns(gvk, key),
+        )
+        self._servers: list[listener.Server] = []
+        self._watchers: list[health.Watcher] = []  # primary informers and their threads
         self._built = threading.Event()  # readiness waits for the informers build() makes
         # Environment every Ansible run gets on top of its kubeconfig (filled by _serve).
         self.run_env: dict[str, str] = {}
@@ -99,6 +108,19 @@ class Manager:
         # With no watches (a new project's empty watches.yaml) nothing is left to sync.
         informers = [i for group in self.primary_informers.values() for i in group]
         return self._built.is_set() and all(i.synced.is_set() for i in informers)
+
+    def alive(self) -> str | None:
+        """None while workers and informers make progress, else why not (/healthz's 500)."""
+        if self.stop_event.is_set():
+            return None  # shutting down: informers end on purpose, runs drain
+        return health.problem(
+            workers=[
+                (ctrl, health.run_timeout(self.settings, ctrl.reconciler.watch))
+                for ctrl in self.controllers.values()
+            ],
+            watchers=list(self._watchers),
+            now=time.monotonic(),
+        )
 
     def _primary_lookup(self, gvk: GVK) -> reconcile.Cache:
         def lookup(key: ObjectKey) -> KubeObject | None:
@@ -215,6 +237,7 @@ class Manager:
                     namespace=namespace,
                     handler=handle,
                     log=log,
+                    on_rejected=self.rejections.hook(resource),
                 )
                 for namespace in (namespaces if resource.namespaced else [None])
             ]
@@ -340,7 +363,7 @@ class Manager:
             health.listen(
                 flag="--health-probe-bind-address",
                 address=settings.health_probe_bind_address,
-                handler=health.handler_for(ready=self.synced),
+                handler=health.handler_for(ready=self.synced, live=self.alive),
                 name="health",
             )
         )
@@ -374,7 +397,7 @@ class Manager:
                 f"http://127.0.0.1:{custom.server_port}/metrics"
             )
 
-    def _keep(self, server: ThreadingHTTPServer | None) -> ThreadingHTTPServer | None:
+    def _keep(self, server: listener.Server | None) -> listener.Server | None:
         if server is not None:
             self._servers.append(server)
         return server
@@ -397,7 +420,7 @@ class Manager:
             return False
         threading.Thread(
             target=self.elector.keep,
-            args=(self.stop_event,),
+            args=(self._lease_stop,),
             kwargs={"on_lost": self._leadership_lost},
             name="lease",
             daemon=True,
@@ -419,12 +442,14 @@ class Manager:
         """
         for gvk, informers in self.primary_informers.items():
             for informer in informers:
-                threading.Thread(
+                thread = threading.Thread(
                     target=informer.run,
                     args=(self.stop_event,),
                     name=f"informer-{gvk.kind.lower()}-{informer.namespace or 'all'}",
                     daemon=True,
-                ).start()
+                )
+                thread.start()
+                self._watchers.append(health.Watcher(informer=informer, thread=thread))
         if not self._lead():
             return False
         if self.shards is not None:
@@ -440,6 +465,7 @@ class Manager:
             self.proxy.start()
         for ctrl in self.controllers.values():
             ctrl.start()
+        self.rejections.open()  # workers are the writers: now statuses may be written too
         log.info(
             "started",
             extra={
@@ -457,8 +483,9 @@ class Manager:
         deadline = time.monotonic() + self.settings.graceful_shutdown_timeout
         for ctrl in self.controllers.values():
             clean = ctrl.stop(timeout=max(0.0, deadline - time.monotonic())) and clean
-        if self.elector is not None:
-            self.elector.release()
+        self._lease_stop.set()
+        if self.elector is not None and clean:
+            self.elector.release()  # runs ended: a standby may start at once
         self._shards_stop.set()
         if self.shards is not None and self._shards_thread is not None:
             self._shards_thread.join(timeout=30)

@@ -20,6 +20,7 @@ with no ``_total`` added and no ``_created`` series. So is everything else:
 from __future__ import annotations
 
 import contextlib
+import http
 import json
 import logging
 import math
@@ -28,7 +29,6 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
@@ -37,6 +37,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 import runner
+from runner import listener
 from runner import queue as queue_mod
 from runner.kube.types import GVK
 from runner.predicate import Event, EventType
@@ -548,60 +549,52 @@ def exposition(registry: CollectorRegistry) -> bytes:
 #: Given the request's Authorization header, the HTTP status to answer with (200: serve).
 Authorize = Callable[[str | None], int]
 
-
-def exposition_handler(
-    metrics: Metrics, *, authorize: Authorize | None = None
-) -> type[BaseHTTPRequestHandler]:
-    class Expose(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self) -> None:
-            if not self.path.startswith("/metrics"):
-                self.send_error(404)
-                return
-            if authorize is not None:
-                code = authorize(self.headers.get("Authorization"))
-                if code != 200:
-                    self.send_error(code)
-                    return
-            body = exposition(metrics.registry)
-            self.send_response(200)
-            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    return Expose
+#: Roles' payloads are a name, a description and one value or observation.
+CUSTOM_LIMITS = listener.Limits(max_body=64 * 1024)
 
 
-def custom_handler(metrics: Metrics) -> type[BaseHTTPRequestHandler]:
-    class Custom(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def exposition_handler(metrics: Metrics, *, authorize: Authorize | None = None) -> listener.App:
+    """GET /metrics; with ``authorize``, the token is checked before anything else is read."""
 
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            try:
-                payload = json.loads(self.rfile.read(length) or b"{}")
-                if not isinstance(payload, dict):
-                    raise ValueError("expected a JSON object")
-                metrics.apply_custom(payload)
-            except (ValueError, TypeError) as exc:
-                self._answer(400, {"error": str(exc)})
-                return
-            self._answer(200, {"ok": True})
+    def handle(request: listener.Request) -> listener.Response:
+        if request.method != "GET":
+            return listener.text(405, "method not allowed")
+        if not request.path.startswith("/metrics"):
+            return listener.text(404, "not found")
+        return listener.Response(
+            200, exposition(metrics.registry), content_type=CONTENT_TYPE_LATEST
+        )
 
-        def _answer(self, code: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    check: listener.Authorize | None = None
+    if authorize is not None:
+        decide = authorize
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
+        def check(request: listener.Request) -> listener.Response | None:
+            code = decide(request.headers.get("authorization"))
+            if code == 200:
+                return None
+            return listener.text(code, http.HTTPStatus(code).phrase.lower())
 
-    return Custom
+    return listener.App(handle=handle, authorize=check)
+
+
+def custom_handler(metrics: Metrics) -> listener.App:
+    """POST /metrics with operator-sdk's payload: 200 ``{"ok": true}`` or 400 and the reason."""
+
+    def handle(request: listener.Request) -> listener.Response:
+        if request.method != "POST":
+            return _json(405, {"error": "POST a metric"})
+        try:
+            payload = json.loads(request.body or b"{}")
+            if not isinstance(payload, dict):
+                raise ValueError("expected a JSON object")
+            metrics.apply_custom(payload)
+        except (ValueError, TypeError) as exc:
+            return _json(400, {"error": str(exc)})
+        return _json(200, {"ok": True})
+
+    return listener.App(handle=handle, limits=CUSTOM_LIMITS)
+
+
+def _json(code: int, body: dict[str, Any]) -> listener.Response:
+    return listener.Response(code, json.dumps(body).encode(), content_type="application/json")

@@ -9,13 +9,18 @@ the reconcile needs is read fresh (from the informer cache, else the API).
                                                   → Successful | Failure
 
 A failed Ansible run raises :class:`ReconcileFailed` after the Failure condition
-is written, so the controller retries it with backoff.
+is written, so the controller retries it with backoff; so does a run that could
+not start at all (or whose run step raised anything): Running never stays True.
+Status writes are pinned to the CR's uid, so a CR deleted and re-created during
+a run never gets that run's result. Once a CR is gone (or its finalizer ran),
+its private data dir is removed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from runner import errors, logs, recorder, status, watches
+from runner import errors, logs, overrides, recorder, status, watches
 from runner import settings as settings_mod
 from runner.ansible import extravars
 from runner.ansible import runner as ansible_runner
@@ -126,6 +131,7 @@ class Reconciler:
         self._recorder = events
         self._run_env = run_env if run_env is not None else {}  # shared: filled at start-up
         self._withheld_reported: dict[str, object] = {}  # uid → generation already reported
+        self._refused_reported: dict[tuple[str, str], str] = {}  # (uid, annotation) → value
 
     # -- entry point ------------------------------------------------------
 
@@ -140,6 +146,7 @@ class Reconciler:
         obj = self._read(request)
         if obj is None:
             rlog.debug("object gone; nothing to do")
+            self._remove_private_dir(request.namespace, request.name, log=rlog)
             return Result()
         meta = obj.get("metadata") or {}
         for part in (meta.get("namespace") or "", meta.get("name") or ""):
@@ -191,7 +198,7 @@ class Reconciler:
         annotations = meta.get("annotations") or {}
         manage = self.watch.manage_status
         try:
-            period = self._reconcile_period(annotations)
+            period = self._reconcile_period(obj, annotations, log=log)
         except ValueError as exc:
             message = f"Unable to parse reconcile period annotation: {exc}"
             if manage:
@@ -202,13 +209,41 @@ class Reconciler:
                 )
             raise errors.ReconcileError(message) from exc
 
+        verbosity = self._bounded(
+            obj,
+            overrides.verbosity(
+                annotations.get(settings_mod.VERBOSITY_ANNOTATION),
+                default=self._settings.verbosity_for(self.gvk),
+            ),
+            annotation=settings_mod.VERBOSITY_ANNOTATION,
+            log=log,
+        )
+        artifacts = self._bounded(
+            obj,
+            overrides.max_artifacts(
+                annotations.get(settings_mod.MAX_ARTIFACTS_ANNOTATION),
+                default=self.watch.max_runner_artifacts,
+            ),
+            annotation=settings_mod.MAX_ARTIFACTS_ANNOTATION,
+            log=log,
+        )
         written: KubeObject | None = None
         if manage:
             # From the cached copy: saves a read; a stale copy costs a 409 and a re-read.
             written = self._write_status(
                 obj, lambda c: status.mark_running(c, now=_now()), current=obj
             )
-        result = self._run_ansible(obj, log=log, finalizing=finalizing, annotations=annotations)
+            if written is None:
+                log.info("object deleted (or re-created) before its run; not running it")
+                return Result()
+        try:
+            result = self._run_ansible(
+                obj, log=log, finalizing=finalizing, verbosity=verbosity, artifacts=artifacts
+            )
+        except Exception as exc:
+            # Whatever stops the run step (a launch error, a full disk, a bug) must not
+            # leave Running=True behind: Failure with the reason, then backoff.
+            raise errors.ReconcileError(self._run_step_failed(obj, exc, log=log)) from exc
         self._report_run(result, meta=meta, log=log)
 
         if manage and not (finalizing and not result.failed):
@@ -238,8 +273,10 @@ class Reconciler:
                 live = self._client.get(
                     self.gvk, name=meta["name"], namespace=meta.get("namespace")
                 )
-                self._set_finalizer(live, add=False)
+                if live["metadata"].get("uid") == meta.get("uid"):
+                    self._set_finalizer(live, add=False)
             log.info("finalizer ran; removed it")
+            self._remove_private_dir(meta.get("namespace") or "", meta["name"], log=log)
             return Result()
         if result.requeue_after is not None:
             return Result(requeue_after=result.requeue_after, requested=True)
@@ -251,7 +288,8 @@ class Reconciler:
         *,
         log: logs.BoundLogger,
         finalizing: bool,
-        annotations: Mapping[str, str],
+        verbosity: int,
+        artifacts: int,
     ) -> ansible_runner.RunResult:
         meta = obj["metadata"]
         watch = self.watch
@@ -287,11 +325,12 @@ class Reconciler:
                 + tuple(Path(p) for p in self._settings.ansible_roles_path),
                 extravars=variables,
                 envvars={**self._run_env, **env},
-                verbosity=self._verbosity(annotations),
+                verbosity=verbosity,
                 cmdline=self._settings.ansible_args,
-                rotate_artifacts=self._max_artifacts(annotations),
+                rotate_artifacts=artifacts,
                 log_events=self._settings.ansible_log_events,
                 collections_path=tuple(Path(p) for p in self._settings.ansible_collections_path),
+                timeout=self._timeout(),
             )
             result = self._runner.run(spec, log=log)
         if self._on_run is not None:
@@ -341,6 +380,7 @@ class Reconciler:
             conditions_update=transition,
             observed_generation=observed,
             current=current,
+            uid=meta.get("uid"),
         )
 
     def _private_dir(self, meta: Mapping[str, str]) -> Path:
@@ -378,24 +418,80 @@ class Reconciler:
         if self._settings.ansible_debug_logs and output.strip():
             logs.print_block(title=f"Ansible Debug Result ({about})", text=output.strip())
 
-    def _reconcile_period(self, annotations: Mapping[str, str]) -> float:
-        value = annotations.get(settings_mod.RECONCILE_PERIOD_ANNOTATION)
-        if value:
-            return watches.parse_duration(value)
+    def _reconcile_period(
+        self, obj: KubeObject, annotations: Mapping[str, str], *, log: logs.BoundLogger
+    ) -> float:
         # operator-sdk: only a non-zero watches.yaml period overrides the flag.
-        return self.watch.reconcile_period or self._settings.reconcile_period
+        default = self.watch.reconcile_period or self._settings.reconcile_period
+        text = annotations.get(settings_mod.RECONCILE_PERIOD_ANNOTATION)
+        bounded = overrides.reconcile_period(text, default=default)
+        return self._bounded(
+            obj, bounded, annotation=settings_mod.RECONCILE_PERIOD_ANNOTATION, log=log
+        )
 
-    def _verbosity(self, annotations: Mapping[str, str]) -> int:
-        value = annotations.get(settings_mod.VERBOSITY_ANNOTATION)
-        if value and value.isdigit() and 0 <= int(value) <= 7:
-            return int(value)
-        return self._settings.verbosity_for(self.gvk)
+    def _bounded(
+        self,
+        obj: KubeObject,
+        bounded: overrides.Bounded[overrides.T],
+        *,
+        annotation: str,
+        log: logs.BoundLogger,
+    ) -> overrides.T:
+        """The value to use; a refused or clamped annotation is reported once per value
+        (a Warning Event, a log line), not on every run."""
+        meta = obj["metadata"]
+        key = (str(meta.get("uid", "")), annotation)
+        if bounded.problem is None:
+            self._refused_reported.pop(key, None)
+            return bounded.value
+        value = str((meta.get("annotations") or {}).get(annotation))
+        if self._refused_reported.get(key) != value:
+            self._refused_reported[key] = value
+            while len(self._refused_reported) > _MAX_REMEMBERED:
+                self._refused_reported.pop(next(iter(self._refused_reported)))
+            log.warning("annotation out of bounds", extra={"problem": bounded.problem})
+            if self._recorder is not None:
+                self._recorder.record(
+                    obj,
+                    warning=True,
+                    reason=recorder.REASON_ANNOTATION,
+                    message=bounded.problem,
+                )
+        return bounded.value
 
-    def _max_artifacts(self, annotations: Mapping[str, str]) -> int:
-        value = annotations.get(settings_mod.MAX_ARTIFACTS_ANNOTATION)
-        if value and value.isdigit():
-            return int(value)
-        return self.watch.max_runner_artifacts
+    def _timeout(self) -> float | None:
+        """Seconds the run may take: the watch's reconcileTimeout, else the flag (0: none)."""
+        seconds = self.watch.reconcile_timeout or self._settings.reconcile_timeout
+        return seconds if seconds > 0 else None
+
+    def _run_step_failed(self, obj: KubeObject, exc: Exception, *, log: logs.BoundLogger) -> str:
+        """Report a run that could not be carried out: Failure (Running off), a Warning
+        Event; returns the message."""
+        detail = str(exc) if isinstance(exc, errors.ReconcileError) else _describe(exc)
+        message = f"Ansible could not run: {detail}"
+        log.error("Ansible could not run", extra={"error": detail})
+        if self.watch.manage_status:
+            try:
+                self._write_status(
+                    obj,
+                    lambda c: status.mark_error(c, message=message, now=_now()),
+                    observed=obj["metadata"].get("generation"),
+                )
+            except (errors.ReconcileError, kube_errors.KubeError) as write_error:
+                log.warning("could not write Failure", extra={"error": str(write_error)})
+        if self._recorder is not None:
+            self._recorder.record(obj, warning=True, reason=recorder.REASON_FAILED, message=message)
+        return message
+
+    def _remove_private_dir(self, namespace: str, name: str, *, log: logs.BoundLogger) -> None:
+        """A gone CR's inputs and artifacts: nothing will read them again, and a CR
+        re-created under the name starts afresh (runs of one key never overlap)."""
+        if name in ("", ".", "..") or "/" in name or namespace in (".", "..") or "/" in namespace:
+            return  # never a path outside the runner dir (such names never reach a run)
+        path = self._private_dir({"namespace": namespace, "name": name})
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+            log.debug("removed the private data dir", extra={"path": str(path)})
 
 
 def _done(result: ansible_runner.RunResult) -> Transition:
@@ -437,6 +533,11 @@ def failure_message(result: ansible_runner.RunResult) -> str:
     if not result.failed_tasks:
         return "unknown playbook failure"
     return "\n".join(f"{task.task}: {task.message}" for task in result.failed_tasks)
+
+
+def _describe(exc: Exception) -> str:
+    """An unexpected exception, for a status message: its type and text."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _now() -> datetime:

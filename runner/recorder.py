@@ -1,4 +1,4 @@
-"""Kubernetes Events on the custom resource: failed reconciles and recoveries.
+"""Kubernetes Events on the custom resource: failed reconciles, recoveries, refusals.
 
 ``kubectl describe`` is where people look first; a Warning event names the
 failing task, a Normal event says when the resource reconciled again. Events
@@ -23,6 +23,8 @@ COMPONENT = "playbook-operator"
 REASON_FAILED = "ReconcileFailed"
 REASON_RECOVERED = "ReconcileSucceeded"
 REASON_WITHHELD = "SpecFieldsWithheld"
+#: A CR annotation refused or clamped (runner.overrides); recorded once per value.
+REASON_ANNOTATION = "AnnotationOutOfBounds"
 _MAX_MESSAGE = 1024  # the API server rejects event messages above 1 KiB
 
 

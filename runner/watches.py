@@ -85,6 +85,8 @@ class Watch:
     # Pass spec keys named like Ansible's own variables (ansible_*) as extra vars.
     # Off: a CR author could otherwise pick the interpreter every module runs with.
     allow_ansible_vars_from_spec: bool = False
+    # Seconds one run may take before it is killed; None: use --reconcile-timeout.
+    reconcile_timeout: float | None = None
 
 
 _KEYS = (
@@ -93,6 +95,7 @@ _KEYS = (
     *("finalizer", "blacklist", "selector", "snakeCaseParameters", "markUnsafe"),
     "watchAnnotationsChanges",
     "allowAnsibleVarsFromSpec",
+    "reconcileTimeout",
 )
 #: Keys operator-sdk's Watch has but never reads from the file (``yaml:"-"``).
 _FLAG_ONLY = {
@@ -264,7 +267,7 @@ def _watch(raw: object, *, where: _Where, search: _Search) -> Watch:
         role=role,
         playbook=playbook,
         vars=_vars(raw, where=where, prefix=""),
-        reconcile_period=_reconcile_period(raw.get("reconcilePeriod"), where=where),
+        reconcile_period=_duration(raw, "reconcilePeriod", where=where),
         manage_status=_flag(raw, "manageStatus", default=True, where=where),
         watch_dependent_resources=_flag(raw, "watchDependentResources", default=True, where=where),
         watch_cluster_scoped_resources=_flag(
@@ -285,6 +288,7 @@ def _watch(raw: object, *, where: _Where, search: _Search) -> Watch:
         allow_ansible_vars_from_spec=_flag(
             raw, "allowAnsibleVarsFromSpec", default=False, where=where
         ),
+        reconcile_timeout=_duration(raw, "reconcileTimeout", where=where),
     )
 
 
@@ -375,19 +379,22 @@ def _vars(raw: Mapping[str, Any], *, where: _Where, prefix: str) -> Mapping[str,
     return MappingProxyType(value)
 
 
-def _reconcile_period(value: object, *, where: _Where) -> float | None:
+def _duration(raw: Mapping[str, Any], key: str, *, where: _Where) -> float | None:
+    """A Go duration key (``reconcilePeriod``, ``reconcileTimeout``); absent or zero is
+    None: the flag's value applies (operator-sdk's reading of ``reconcilePeriod``)."""
+    value = raw.get(key)
     if value is None or (type(value) is int and value == 0):
         return None
     if not isinstance(value, str):
         hint = f"; write '{value}s' for seconds" if type(value) is int else ""
         problem = f"expected a Go duration such as '30s' or '1h2m', saw {_describe(value)}{hint}"
-        raise where.error("reconcilePeriod", problem)
+        raise where.error(key, problem)
     try:
         seconds = parse_duration(value)
     except ValueError as e:
-        raise where.error("reconcilePeriod", str(e)) from e
+        raise where.error(key, str(e)) from e
     if seconds < 0:
-        raise where.error("reconcilePeriod", f"must not be negative, saw {value!r}")
+        raise where.error(key, f"must not be negative, saw {value!r}")
     return seconds or None  # operator-sdk only overrides the flag with a non-zero period
 
 

@@ -28,6 +28,7 @@ two runs on one private data dir at once (the queue never does).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import os
 import select
@@ -48,6 +49,7 @@ from ansible_runner.utils import OutputEventFilter
 from runner import errors, warm
 from runner.ansible import events
 from runner.ansible.events import FailedTask, LogEvents, Logger
+from runner.warm import tree
 
 __all__ = ["AnsibleRunner", "FailedTask", "LogEvents", "RunResult", "RunSpec", "strip_quotes"]
 
@@ -60,8 +62,14 @@ LIB_ENV = "PLAYBOOK_OPERATOR_LIB"
 _LIB_DIR = Path(__file__).resolve().parent.parent.parent
 #: In a run's artifact dir: how ansible-playbook was started (warm, cold, lost: why).
 LAUNCHER_STATUS = "launcher"
+#: In the ``command`` artifact, in place of each environment variable's value.
+WITHHELD = "<withheld>"
+#: ``RunResult.status`` of a run killed at ``RunSpec.timeout`` (ansible-runner's word).
+TIMEOUT = "timeout"
 #: Each CR's Ansible local temp dir, in its private data dir (ANSIBLE_LOCAL_TEMP).
 LOCAL_TEMP = "tmp"
+#: What a private data dir keeps between runs; all else is removed before each run.
+_KEPT = frozenset({"artifacts", LOCAL_TEMP})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,7 +123,8 @@ class RunResult:
     ``requeue_after``: seconds from the first ``requeue_after`` task (operator-sdk
     returns from the reconcile right there, without finishing the status).
     ``completion``: RFC 3339 time of the run's end. ``status``/``rc``: ansible-runner's
-    view (``successful``, ``failed``, ``timeout``), for logs only.
+    view (``successful``, ``failed``, ``timeout``), for logs only. ``recap``: the PLAY
+    RECAP as Ansible printed it ("" without stats); :meth:`report` is what to log.
     """
 
     ok: int
@@ -132,6 +141,18 @@ class RunResult:
     status: str
     rc: int | None
     output_tail: str
+    recap: str = ""
+
+    def report(self) -> str:
+        """What to log for a run that failed: each failed task with its message, then
+        the PLAY RECAP. Never Ansible's whole output: at the default verbosity it holds
+        every task's result, which may be anything a role read."""
+        lines = [
+            f"{t.role + ' : ' if t.role else ''}{t.task}: {t.message}" for t in self.failed_tasks
+        ]
+        if self.recap:
+            lines.append(self.recap)
+        return "\n".join(lines) or self.status
 
 
 def strip_quotes(cmdline: str) -> str:
@@ -170,12 +191,20 @@ class AnsibleRunner:
         try:
             config = self._config(spec, launchers=launchers)
         except (OSError, ValueError, ansible_runner.ConfigurationError) as exc:
-            raise errors.AnsibleLaunchError(f"cannot prepare the Ansible run: {exc}") from exc
+            raise errors.AnsibleLaunchError(
+                f"cannot prepare the Ansible run in {spec.private_data_dir}: {exc}"
+            ) from exc
         artifact_dir = Path(config.artifact_dir)
         status, rc = self._execute(
-            config, tally=tally, artifact_dir=artifact_dir, log=log, on_event=spec.on_event
+            config,
+            tally=tally,
+            artifact_dir=artifact_dir,
+            log=log,
+            on_event=spec.on_event,
+            timeout=spec.timeout,
+            launchers=launchers,
         )
-        if launchers is not None:
+        if launchers is not None and status != TIMEOUT:
             how, why = launchers.outcome(artifact_dir / LAUNCHER_STATUS)
             if how == warm.LOST:
                 # The launcher died mid-run, taking the run with it: run it again, cold.
@@ -187,8 +216,10 @@ class AnsibleRunner:
         _link_latest(artifact_dir)
 
         failed_tasks = tally.failed_tasks()
-        if tally.stats is None and not failed_tasks:
-            message = _no_stats_message(str(status), tally.output_tail(), timeout=spec.timeout)
+        if status == TIMEOUT:
+            failed_tasks = (*failed_tasks, _timed_out(tally, timeout=spec.timeout))
+        elif tally.stats is None and not failed_tasks:
+            message = _no_stats_message(tally.output_tail())
             failed_tasks = (FailedTask(task="ansible-playbook", role=None, message=message),)
         return RunResult(
             ok=tally.count("ok"),
@@ -205,14 +236,17 @@ class AnsibleRunner:
             status=str(status),
             rc=rc if isinstance(rc, int) else None,
             output_tail=tally.output_tail() if tally.stats is None else "",
+            recap=tally.recap,
         )
 
     # -- the private data dir -------------------------------------------------
 
     def _config(self, spec: RunSpec, *, launchers: warm.Launchers | None) -> Any:
         pdd = spec.private_data_dir.resolve()
+        pdd.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _clear_inputs(pdd)
         for sub in ("env", "inventory", "project"):
-            (pdd / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+            (pdd / sub).mkdir(mode=0o700)
         _write_private(pdd / "env" / "extravars", json.dumps(dict(spec.extravars), default=_json))
         env = self._environment(spec)
         if env.get("ANSIBLE_LOCAL_TEMP") == str(pdd / LOCAL_TEMP):
@@ -234,8 +268,6 @@ class AnsibleRunner:
             # definition of localhost there, Ansible's implicit localhost (local
             # connection, this Python) serves role plays, outside the group "all".
             inventory = pdd / "inventory"
-            shutil.rmtree(inventory)
-            inventory.mkdir(mode=0o700)
             for source in user_inventory:
                 if source.is_dir():
                     shutil.copytree(source, inventory, dirs_exist_ok=True)
@@ -267,7 +299,15 @@ class AnsibleRunner:
             _write_private(playbook, json.dumps([play]))
 
         cmdline = strip_quotes(spec.cmdline.strip())
-        shlex.split(cmdline)  # a bad quote is a launch error, not a crash in ansible-runner
+        try:
+            shlex.split(cmdline)  # a bad quote is a launch error, not a crash in ansible-runner
+        except ValueError as exc:
+            raise errors.AnsibleLaunchError(f"--ansible-args {spec.cmdline!r}: {exc}") from exc
+        if not os.access(self._ansible_playbook, os.X_OK) or os.path.isdir(self._ansible_playbook):
+            # ansible-runner would report a missing program as a failed run (rc 254).
+            raise errors.AnsibleLaunchError(
+                f"ansible-playbook {self._ansible_playbook} is missing or not executable"
+            )
         config = ansible_runner.RunnerConfig(
             private_data_dir=str(pdd),
             playbook=str(playbook),
@@ -285,7 +325,10 @@ class AnsibleRunner:
         # ansible-runner's subprocess mode (see the module doc). RunnerConfig itself
         # only offers pexpect, but Runner reads these attributes.
         config.runner_mode = "subprocess"
-        config.subprocess_timeout = spec.timeout
+        # No subprocess_timeout: at its timeout ansible-runner kills only its child, and
+        # cold ansible-playbook's workers (in sessions of their own) and their tasks'
+        # processes live on; _execute kills the whole run instead.
+        config.subprocess_timeout = None
         if config.command and config.command[0] == "ansible-playbook":
             config.command[0] = self._ansible_playbook  # the operator's PATH may lack it
         if launchers is not None:
@@ -337,16 +380,25 @@ class AnsibleRunner:
         artifact_dir: Path,
         log: Logger,
         on_event: Callable[[Mapping[str, Any]], None] | None = None,
+        timeout: float | None = None,
+        launchers: warm.Launchers | None = None,
     ) -> tuple[Any, Any]:
         def handle(event: dict[str, Any]) -> bool:
-            if on_event is not None:
+            keep = tally.handle(event)  # redacts the event first, in place
+            if on_event is not None and keep:
                 on_event(event)
-            return tally.handle(event)
+            return keep
 
-        runner = ansible_runner.Runner(config, event_handler=handle)
+        def started(status: Mapping[str, Any], runner_config: Any = None) -> None:
+            if status.get("status") == "running":
+                # ansible-runner has just written the `command` artifact, and the child is
+                # not started yet: keep the command, not the environment's values.
+                _withhold_environment(artifact_dir / "command")
+
+        runner = ansible_runner.Runner(config, event_handler=handle, status_handler=started)
         try:
             # Closed by the reader: OutputEventFilter.close() closes its handle.
-            stdout_file = codecs.open(str(artifact_dir / "stdout"), "w", encoding="utf-8")  # noqa: SIM115
+            stdout_file = _Scrubbed(artifact_dir / "stdout", tally)
         except OSError as exc:
             raise errors.AnsibleLaunchError(f"cannot write the run's artifacts: {exc}") from exc
         sink = OutputEventFilter(stdout_file, runner.event_callback, True)
@@ -362,11 +414,31 @@ class AnsibleRunner:
             daemon=True,
         )
         reader.start()
+        expired = threading.Event()
+        timer = None
+        if timeout is not None:
+            # Every process of the run inherits ansible-runner's per-run artifact dir
+            # variable: the mark finds them wherever they moved (workers setsid()).
+            # Warm launchers kill what they forked for a run when its client dies; the
+            # program launcher's own environment may hold an earlier run's mark.
+            mark = f"AWX_ISOLATED_DATA_DIR={config.env.get('AWX_ISOLATED_DATA_DIR', '')}"
+
+            def expire() -> None:
+                expired.set()
+                spare = tree.descendants(launchers.pids()) if launchers else set()
+                tree.kill_tree(tree.marked(mark) - spare)
+
+            timer = threading.Timer(timeout, expire)
+            timer.daemon = True
+            timer.start()
         try:
-            return runner.run()  # type: ignore[no-any-return]
+            status, rc = runner.run()
         except Exception as exc:
             raise errors.AnsibleLaunchError(f"ansible-runner failed: {exc}") from exc
         finally:
+            if timer is not None:
+                timer.cancel()
+                timer.join()
             os.close(write_fd)
             os.close(devnull)
             # EOF comes once every holder of the pipe is gone. A process a task left
@@ -376,6 +448,48 @@ class AnsibleRunner:
                 stop.set()
                 reader.join(self._output_grace)
                 log.warning("ansible output still open after the run; stopped reading it")
+        if expired.is_set():
+            status = TIMEOUT
+            with contextlib.suppress(OSError):
+                _write_private(artifact_dir / "status", TIMEOUT)
+        return status, rc
+
+
+class _Scrubbed:
+    """The ``stdout`` artifact, minus the Secret values the run showed: lines outside
+    events (Ansible's verbose output) reach it unredacted otherwise."""
+
+    def __init__(self, path: Path, tally: events.Tally) -> None:
+        path.unlink(missing_ok=True)
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        self._handle = os.fdopen(fd, "w", encoding="utf-8", errors="replace")
+        self._tally = tally
+
+    def write(self, text: str) -> None:
+        self._handle.write(self._tally.scrub(text))
+
+    def flush(self) -> None:
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _withhold_environment(path: Path) -> None:
+    """Rewrite ansible-runner's ``command`` artifact with the environment's names only:
+    the operator's environment may hold credentials, and artifacts outlive the run."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = {}
+    env = recorded.get("env") if isinstance(recorded, dict) else None
+    if isinstance(env, dict):
+        recorded["env"] = dict.fromkeys(sorted(env), WITHHELD)
+    staging = path.with_name(f".{path.name}.tmp")
+    _write_private(staging, json.dumps(recorded, ensure_ascii=False))
+    os.replace(staging, path)
 
 
 def _pump(fd: int, sink: Any, stop: threading.Event) -> None:
@@ -400,10 +514,17 @@ def _pump(fd: int, sink: Any, stop: threading.Event) -> None:
         os.close(fd)
 
 
-def _no_stats_message(status: str, output: str, *, timeout: float | None) -> str:
+def _timed_out(tally: events.Tally, *, timeout: float | None) -> FailedTask:
+    """The failure of a run killed at its timeout, naming the task it was in."""
+    message = f"the Ansible run timed out after {timeout or 0:g}s"
+    running = tally.running
+    if running is None:
+        return FailedTask(task="ansible-playbook", role=None, message=message)
+    return replace(running, message=f"{message} in task {running.task!r}")
+
+
+def _no_stats_message(output: str) -> str:
     """Why a run that never reached ``playbook_on_stats`` ended, for the Failure condition."""
-    if status == "timeout" and timeout is not None:
-        return f"the Ansible run timed out after {timeout:g}s"
     lines = output.splitlines()
     start = next((i for i, line in enumerate(lines) if "ERROR" in line), None)
     if start is not None:
@@ -442,8 +563,25 @@ def _json(value: Any) -> Any:
     return str(value)
 
 
+def _clear_inputs(pdd: Path) -> None:
+    """Leave in ``pdd`` only what the runtime keeps between runs (the artifacts, the
+    local temp dir, both real directories): anything else would be read by
+    ansible-runner as an input (``args``, ``env/*``, ``project/ansible.cfg``,
+    ``inventory/*``), and the runtime writes its own inputs afresh for each run."""
+    for entry in os.scandir(pdd):
+        if entry.name in _KEPT and entry.is_dir(follow_symlinks=False):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)  # never follows a link inside
+        else:
+            os.unlink(entry.path)
+
+
 def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Write a new file only this uid reads; whatever was at ``path`` (a planted link
+    too) is replaced, never written through."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
 

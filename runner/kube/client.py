@@ -3,6 +3,9 @@
 Thread-safe: every worker and watch thread shares one :class:`Client`. JSON in,
 JSON out; failures become :mod:`runner.kube.errors`. Watches are streamed
 line by line with a server-side timeout so a silent server is noticed.
+Decoding goes through :mod:`runner.kube.decode`: a LIST item or watch line that
+cannot be decoded is handed back apart (``Rejected``) instead of failing the
+whole answer.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from urllib.parse import urlencode
 
 import urllib3
 
-from runner.kube import errors
+from runner.kube import decode, errors
 from runner.kube.config import ClientConfig
 from runner.kube.types import GVK, KubeObject, Resource, WatchEvent
 
@@ -77,6 +80,44 @@ class Client:
             )
         return url
 
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None,
+        body: Any,
+        content_type: str | None,
+        timeout: float | None,
+    ) -> urllib3.BaseHTTPResponse:
+        payload: bytes | None = None
+        if body is not None:
+            payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+            content_type = content_type or JSON
+        with self._lock:
+            self.request_count += 1
+        try:
+            return self._pool.request(
+                method,
+                self._url(path, query),
+                body=payload,
+                headers=self._headers(content_type),
+                timeout=urllib3.Timeout(connect=5.0, read=timeout or self._timeout),
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise errors.TransportError(f"{method} {path}: {exc}") from exc
+
+    @staticmethod
+    def _raise_for_status(response: urllib3.BaseHTTPResponse, *, method: str, path: str) -> None:
+        if response.status < 400:
+            return
+        try:
+            decoded = json.loads(response.data) if response.data else {}
+        except (RecursionError, ValueError):
+            decoded = {"message": response.data.decode(errors="replace")[:500]}
+        body_dict = decoded if isinstance(decoded, dict) else {}
+        raise errors.api_error(status=response.status, method=method, path=path, body=body_dict)
+
     def request(
         self,
         method: str,
@@ -87,37 +128,56 @@ class Client:
         content_type: str | None = None,
         timeout: float | None = None,
     ) -> Any:
-        """Send one request and return the decoded JSON answer (``None`` when empty)."""
-        payload: bytes | None = None
-        if body is not None:
-            payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-            content_type = content_type or JSON
-        with self._lock:
-            self.request_count += 1
-        try:
-            response = self._pool.request(
-                method,
-                self._url(path, query),
-                body=payload,
-                headers=self._headers(content_type),
-                timeout=urllib3.Timeout(connect=5.0, read=timeout or self._timeout),
-            )
-        except urllib3.exceptions.HTTPError as exc:
-            raise errors.TransportError(f"{method} {path}: {exc}") from exc
-        data = response.data
-        decoded: Any = None
-        if data:
-            try:
-                decoded = json.loads(data)
-            except ValueError:
-                decoded = {"message": data.decode(errors="replace")[:500]}
-        if response.status >= 400:
-            body_dict = decoded if isinstance(decoded, dict) else {}
-            raise errors.api_error(status=response.status, method=method, path=path, body=body_dict)
-        return decoded
+        """Send one request and return the decoded JSON answer (``None`` when empty).
 
-    def stream(self, path: str, *, query: Query, read_timeout: float) -> Iterator[WatchEvent]:
+        An answer nested too deep to decode raises :class:`decode.DecodeError`.
+        """
+        response = self._send(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
+        self._raise_for_status(response, method=method, path=path)
+        data = response.data
+        if not data:
+            return None
+        try:
+            return decode.loads(data)
+        except decode.DecodeError as exc:
+            raise decode.DecodeError(f"{method} {path}: {exc}") from exc
+        except ValueError:
+            return {"message": data.decode(errors="replace")[:500]}
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any,
+        content_type: str | None = None,
+        query: Query | None = None,
+    ) -> None:
+        """Send one request and discard the answer: for writes whose answer could not be
+        decoded (the object it echoes may be the reason for the write)."""
+        response = self._send(
+            method, path, query=query, body=body, content_type=content_type, timeout=None
+        )
+        self._raise_for_status(response, method=method, path=path)
+
+    def list_objects(self, path: str, *, query: Query | None = None) -> decode.Listing:
+        """LIST ``path``; items that cannot be decoded come back apart, not as an error."""
+        response = self._send("GET", path, query=query, body=None, content_type=None, timeout=None)
+        self._raise_for_status(response, method="GET", path=path)
+        try:
+            return decode.listing(response.data)
+        except decode.DecodeError as exc:
+            raise decode.DecodeError(f"GET {path}: {exc}") from exc
+
+    def stream(
+        self, path: str, *, query: Query, read_timeout: float
+    ) -> Iterator[WatchEvent | decode.Rejected]:
         """Yield watch events from ``path`` until the server closes the stream.
+
+        A line that cannot be decoded is yielded as :class:`decode.Rejected` (what
+        could be read of its object, and why), so one bad object ends no stream.
 
         ``read_timeout`` bounds the silence between two lines; pair it with the
         server-side ``timeoutSeconds`` (and bookmarks) so a dead server is noticed.
@@ -138,7 +198,7 @@ class Client:
             if response.status >= 400:
                 try:
                     body = json.loads(response.data or b"{}")
-                except ValueError:
+                except (RecursionError, ValueError):
                     body = {}
                 raise errors.api_error(status=response.status, method="WATCH", path=path, body=body)
             buffer = b""
@@ -147,20 +207,32 @@ class Client:
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
-                        yield json.loads(line)
+                        yield decode.event(line)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise errors.TransportError(f"WATCH {path}: {exc}") from exc
         finally:
             response.release_conn()
 
     def forward(
-        self, method: str, path_and_query: str, *, body: bytes | None, headers: dict[str, str]
+        self,
+        method: str,
+        path_and_query: str,
+        *,
+        body: bytes | None,
+        headers: dict[str, str],
+        read_timeout: float | None = None,
     ) -> urllib3.BaseHTTPResponse:
         """Send a request verbatim (for the API proxy) and return the unread response.
 
         The caller's own ``Authorization`` is replaced by the operator's credentials.
-        The caller must ``release_conn()`` the response.
+        ``path_and_query`` must be an absolute path (``/...``, not ``//...``): it is
+        appended to the server's URL, so anything else could name another host.
+        ``read_timeout`` bounds each read of the answer (``None``: streams, which
+        end when their caller cuts them). The caller must ``release_conn()`` the
+        response.
         """
+        if not path_and_query.startswith("/") or path_and_query.startswith("//"):
+            raise errors.TransportError(f"{method}: not an absolute API path: {path_and_query!r}")
         with self._lock:
             self.request_count += 1
         merged = {k: v for k, v in headers.items() if k.lower() != "authorization"}
@@ -176,7 +248,7 @@ class Client:
                 headers=merged,
                 preload_content=False,
                 redirect=False,
-                timeout=urllib3.Timeout(connect=5.0, read=None),
+                timeout=urllib3.Timeout(connect=5.0, read=read_timeout),
             )
         except urllib3.exceptions.HTTPError as exc:
             raise errors.TransportError(f"{method} {path_and_query}: {exc}") from exc

@@ -9,7 +9,8 @@ credentials and splices it to another socket, byte for byte; it knows nothing of
 the protocols inside.
 
 One thread moves both directions (a selector loop): an SSL connection must not be
-read and written from two threads at once.
+read and written from two threads at once. Another thread may end a splice (or any
+blocked read) with :func:`cut`.
 """
 
 from __future__ import annotations
@@ -184,6 +185,16 @@ def splice(
                 return  # a side reset its connection: nothing more can be delivered
     with contextlib.suppress(OSError):
         near.shutdown(socket.SHUT_WR)
+
+
+def cut(sock: socket.socket) -> None:
+    """End ``sock``'s connection from any thread: whoever waits on it sees its end.
+
+    The plain socket's shutdown, also under TLS: ``SSLSocket.shutdown`` would also
+    drop the TLS state that the thread using the socket may be in the middle of.
+    """
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 def _events(*, reading: bool, writing: bool) -> int:

@@ -25,12 +25,15 @@ what the run creates — never what it did not create (see :mod:`runner.ownershi
 It also reports every child it sees created or read back (``on_child``), so the
 manager can start the dependent watch for that kind — also after a restart; and
 serves GETs of single objects from the runner's informer caches when it holds
-them (``X-Cache: HIT``); everything else goes to the API server ("Skipping cache
-lookup" at debug level says why).
+them (``X-Cache: HIT``) — but a run's reads of what it wrote go to the API server
+until the cache holds the written version; everything else goes to the API
+server ("Skipping cache lookup" at debug level says why).
 
 Streams are relayed: watches and followed logs chunk by chunk; exec, attach and
 port-forward (``Connection: Upgrade`` to SPDY or WebSocket) are switched through
-to the API server byte for byte (:mod:`runner.kube.tunnel`).
+to the API server byte for byte (:mod:`runner.kube.tunnel`). They end with their
+run. Only API paths are forwarded, so the operator's credentials reach its API
+server only; the listener is bounded (:mod:`runner.proxy.listener`).
 
 Read-only (``playbook-operator preview``): reads and ``dryRun=All`` writes pass;
 every other write, and every exec, attach or port-forward, is answered 403.

@@ -5,7 +5,13 @@ the run from its token, asks :class:`~runner.proxy.server.OwnerProxy` what to
 mark and what to read from the caches, forwards the rest to the API server, and
 relays the answer: whole, chunk by chunk for watches and followed logs, or byte
 for byte once exec, attach or port-forward switched protocols
-(:mod:`runner.kube.tunnel`).
+(:mod:`runner.kube.tunnel`). Streams end when their run does.
+
+The request target is appended to the API server's URL, so only a plain API path
+is forwarded (:func:`route`): anything else — ``@host/...``, an absolute URL,
+``//host/...`` — could name another host and hand it the operator's credentials.
+What the listener bounds (timeouts, connections, body size) is in
+:mod:`runner.proxy.listener`.
 """
 
 from __future__ import annotations
@@ -13,30 +19,58 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import socket
-from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterable, Mapping
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
-from urllib.parse import SplitResult, parse_qs, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
+
+import urllib3
 
 from runner import ownership
 from runner.kube import errors as kube_errors
 from runner.kube import paths, tunnel
 from runner.kube.client import APPLY_PATCH, JSON
 from runner.kube.types import GVK, Resource
+from runner.proxy import listener
 
 if TYPE_CHECKING:
-    from runner.proxy.server import OwnerProxy
+    from runner.proxy.server import OwnerProxy, Session
 
 log = logging.getLogger("runner.proxy")
 
 RUNS = "/runs/"  # path prefix naming the run: /runs/<token>/api/...
+#: Seconds each read of a non-stream answer may take (the API server's own request
+#: timeout is 60 s; a frozen connection must not hold a run's task forever).
+READ_TIMEOUT = 60.0
 _FORWARDED_HEADERS = ("content-type", "accept", "user-agent")
+# What an upgrade request (exec, attach, port-forward) carries to the API server.
+_UPGRADE_HEADERS = frozenset(
+    {
+        "connection",
+        "upgrade",
+        "sec-websocket-key",
+        "sec-websocket-version",
+        "sec-websocket-protocol",
+        "sec-websocket-extensions",
+        "x-stream-protocol-version",
+        "content-type",
+        "accept",
+        "user-agent",
+    }
+)
+# What the client gets of an API server's answer head, besides its status.
+_RELAYED_HEADERS = ("Content-Type", "Warning", "Retry-After")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]+")  # secrets.token_urlsafe's alphabet
+# An origin-form API path: "/" and a name (so the server's URL keeps its host, and
+# "@host" cannot become one), printable ASCII without "#" or a backslash (which some
+# parsers read as a slash).
+_API_PATH = re.compile(r"/(?:[A-Za-z.][!-~]*)?")
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class BadTargetError(ValueError):
+    """A request target that is not a run's API path; answered 400."""
 
 
 def _status_body(code: int, reason: str, message: str) -> bytes:
@@ -52,17 +86,68 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
     ).encode()
 
 
-def _credentials(path: str, authorization: str) -> tuple[str, str]:
-    """The run's token and the API path: ``/runs/<token>/api/...``, or a bearer token."""
-    if path.startswith(RUNS):
-        token, _, rest = path[len(RUNS) :].partition("/")
-        return token, "/" + rest
-    scheme, _, value = authorization.partition(" ")
-    return (value.strip() if scheme == "Bearer" else ""), path
+def route(target: str, authorization: str) -> tuple[str, str]:
+    """The run's token and the API path of a request target, or :class:`BadTargetError`.
+
+    ``/runs/<token>/api/...`` (kubeconfig clients), or an API path with a bearer
+    token. The API path is appended to the API server's URL as is, so it must be
+    a path on that server: ``@host/...``, ``http://host/...`` or ``//host/...``
+    are refused, and so are dot segments (the forwarded path would not be the one
+    checked here).
+    """
+    token = ""
+    path = target
+    if target.startswith(RUNS):
+        token, slash, rest = target[len(RUNS) :].partition("/")
+        if not _TOKEN.fullmatch(token) or not slash:
+            raise BadTargetError("expected /runs/<token>/<API path>")
+        path = "/" + rest
+    else:
+        scheme, _, value = authorization.partition(" ")
+        token = value.strip() if scheme == "Bearer" else ""
+    if not _API_PATH.fullmatch(path) or "#" in path or "\\" in path:
+        raise BadTargetError("expected an API path: /api/..., /apis/..., /version ...")
+    segments = urlsplit(path).path.split("/")
+    if any(unquote(segment) in (".", "..") for segment in segments):
+        raise BadTargetError("dot segments are not forwarded")
+    return token, path
 
 
 def flag(query: Mapping[str, list[str]], name: str) -> bool:
-    return query.get(name, ["false"])[0] in ("true", "1")
+    """A boolean query parameter as the API server reads it: set, and not "false" or "0"."""
+    values = query.get(name) or []
+    return bool(values) and values[0].lower() not in ("false", "0")
+
+
+def _is_stream(url: SplitResult, query: Mapping[str, list[str]], content_type: str) -> bool:
+    """Whether an answer is relayed as it comes: a watch (however asked for) or followed logs."""
+    return (
+        flag(query, "watch")
+        or flag(query, "follow")
+        or _is_watch_path(url.path)
+        or "stream=watch" in content_type
+    )
+
+
+def _is_watch_path(path: str) -> bool:
+    """The deprecated watch paths: /api/v1/watch/..., /apis/<group>/<version>/watch/..."""
+    parts = path.split("/")
+    return (parts[1:2] == ["api"] and parts[3:4] == ["watch"]) or (
+        parts[1:2] == ["apis"] and parts[4:5] == ["watch"]
+    )
+
+
+def _content_length(value: str | None) -> int | None:
+    """The announced body length; None if it is not a non-negative number."""
+    if value is None:
+        return 0
+    value = value.strip()
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
+def _relayed(headers: Any) -> list[tuple[str, str]]:
+    """The answer headers a client acts on, each value kept (``Warning`` may repeat)."""
+    return [(name, value) for name in _RELAYED_HEADERS for value in headers.getlist(name)]
 
 
 def _allowed_read_only(method: str, query: Mapping[str, list[str]]) -> bool:
@@ -105,9 +190,7 @@ def _write_key(
 
 
 def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
+    class Handler(listener.BoundedHandler):
         def setup(self) -> None:
             super().setup()
             # Without this, Nagle + delayed ACK adds ~40 ms to every small response.
@@ -116,28 +199,65 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:
             pass  # request logs would repeat every module call; errors are logged explicitly
 
-        def do_GET(self) -> None:
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self.begin_body()
             self._handle()
 
         do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_GET  # noqa: N815
 
-        def _send(self, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
-            headers = {"Content-Type": "application/json", **(headers or {})}
+        def _send(
+            self, code: int, body: bytes, headers: Iterable[tuple[str, str]] | None = None
+        ) -> None:
+            headers = list(headers or [("Content-Type", "application/json")])
             self.send_response(code)
-            for key, value in headers.items():
+            for key, value in headers:
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(body)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
 
+        def _refuse(self, code: int, reason: str, message: str) -> None:
+            """Answer without reading the body: the connection cannot serve another request."""
+            self.close_connection = True
+            self._send(code, _status_body(code, reason, message))
+
+        def _body(self) -> tuple[bool, bytes | None]:
+            """The request body, once the token is known: (False, None) if refused here."""
+            if self.headers.get("Transfer-Encoding"):
+                self._refuse(411, "LengthRequired", "send the body with a Content-Length")
+                return False, None
+            lengths = self.headers.get_all("Content-Length") or []
+            length = _content_length(lengths[0] if lengths else None)
+            if length is None or len(set(lengths)) > 1:
+                self._refuse(400, "BadRequest", "Content-Length is not a non-negative number")
+                return False, None
+            if length > listener.MAX_BODY:
+                message = f"request body of {length} bytes is larger than {listener.MAX_BODY}"
+                self._refuse(413, "RequestEntityTooLarge", message)
+                return False, None
+            if not length:
+                return True, None
+            try:
+                return True, self.read_body(length)
+            except OSError:  # too slow, or gone: nothing is answered
+                self.close_connection = True
+                return False, None
+
         def _handle(self) -> None:
-            token, self.path = _credentials(self.path, self.headers.get("Authorization", ""))
-            owner = proxy.owner_for(token) if token else None
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else None
-            if owner is None:
-                self._send(401, _status_body(401, "Unauthorized", "no live run owns this token"))
+            try:
+                token, self.path = route(self.path, self.headers.get("Authorization", ""))
+            except BadTargetError as exc:
+                self._refuse(400, "BadRequest", f"not a run's API path: {exc}")
+                return
+            session = proxy.session_for(token) if token else None
+            if session is None:
+                self._refuse(401, "Unauthorized", "no live run owns this token")
+                return
+            ok, body = self._body()
+            if not ok:
                 return
             if proxy.read_only and (
                 self.headers.get("Upgrade")
@@ -148,22 +268,32 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                 self._send(403, _status_body(403, "Forbidden", message))
                 return
             if self.headers.get("Upgrade"):
-                self._switch(body)  # exec, attach, port-forward
+                self._switch(session, body)  # exec, attach, port-forward
                 return
+            self._forward(session, body)
+
+        def _forward(self, session: Session, body: bytes | None) -> None:
+            owner = session.owner
             url = urlsplit(self.path)
             if self.command == "GET" and url.path == "/version" and proxy.version is not None:
                 # Every kubernetes.core task asks; it changes only with an API server
                 # upgrade, and a stale answer only affects client-side version checks.
-                self._send(200, proxy.version, {"X-Cache": "HIT"})
+                self._send(
+                    200, proxy.version, [("Content-Type", "application/json"), ("X-Cache", "HIT")]
+                )
                 return
             target = paths.parse_path(url.path)
             resource = proxy.resource_of(target) if target else None
             query = parse_qs(url.query)
             if self.command == "GET":
-                cached = proxy.cached_read(owner, target, resource, url)
+                cached = proxy.cached_read(session, target, resource, url)
                 if cached is not None and resource is not None:
                     proxy.observe(owner, resource, cached)
-                    self._send(200, json.dumps(cached).encode(), {"X-Cache": "HIT"})
+                    self._send(
+                        200,
+                        json.dumps(cached).encode(),
+                        [("Content-Type", "application/json"), ("X-Cache", "HIT")],
+                    )
                     return
             headers = {k: v for k, v in self.headers.items() if k.lower() in _FORWARDED_HEADERS}
             applying = False  # a server-side apply whose 201 answer means "created by us"
@@ -180,16 +310,31 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
             write_key = _write_key(self.command, target, resource, body)
             if write_key is not None:
                 proxy.begin_write(write_key)
+            # What this run's later reads of the object must not take from a stale cache.
+            written = write_key
+            deleting = self.command == "DELETE" and target and not target.subresource
+            if deleting and target and resource and target.name:
+                written = (resource.gvk, target.namespace, target.name)
             try:
-                upstream = proxy.client.forward(self.command, self.path, body=body, headers=headers)
+                upstream = proxy.client.forward(
+                    self.command,
+                    self.path,
+                    body=body,
+                    headers=headers,
+                    # Streams end with their run instead; an answer that turns out
+                    # to be a watch only by its content type keeps the bound.
+                    read_timeout=None if _is_stream(url, query, "") else READ_TIMEOUT,
+                )
             except kube_errors.TransportError as exc:
                 if write_key is not None:
                     proxy.end_write(write_key, None)
+                if written is not None:
+                    proxy.wrote(session, written, None)  # it may or may not have happened
                 self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
                 return
             try:
-                if flag(query, "watch") or flag(query, "follow"):
-                    self._relay_stream(upstream)
+                if _is_stream(url, query, upstream.headers.get("Content-Type", "")):
+                    self._relay_stream(session, upstream)
                     return
                 data = upstream.read(decode_content=True)
                 if self.command == "GET" and url.path == "/version" and upstream.status == 200:
@@ -211,15 +356,15 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                     else:
                         payload = proxy.adopt(owner, target, resource, payload)
                     data = json.dumps(payload).encode()
+                succeeded = 200 <= upstream.status < 300
+                if written is not None and succeeded and "dryRun" not in query:
+                    # Before the run sees the answer: its next read of the object is fresh.
+                    proxy.wrote(session, written, None if self.command == "DELETE" else payload)
                 if write_key is not None:
                     # Before the run sees the answer: the watch echo of this write is known.
-                    proxy.end_write(write_key, payload if 200 <= upstream.status < 300 else None)
+                    proxy.end_write(write_key, payload if succeeded else None)
                     write_key = None
-                self._send(
-                    upstream.status,
-                    data,
-                    {"Content-Type": upstream.headers.get("Content-Type", "application/json")},
-                )
+                self._send(upstream.status, data, _relayed(upstream.headers))
                 if payload is not None and resource is not None:
                     proxy.observe(owner, resource, payload)
             finally:
@@ -227,10 +372,10 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                     proxy.end_write(write_key, None)
                 upstream.release_conn()
 
-        def _switch(self, body: bytes | None) -> None:
+        def _switch(self, session: Session, body: bytes | None) -> None:
             """Switch protocols with the API server and splice the two connections."""
             self.close_connection = True  # the connection becomes the stream, or is done
-            headers = list(self.headers.items())
+            headers = [(k, v) for k, v in self.headers.items() if k.lower() in _UPGRADE_HEADERS]
             try:
                 answer = tunnel.open_upgrade(
                     proxy.client.config,
@@ -244,35 +389,64 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                 return
             with contextlib.closing(answer.connection):
                 if answer.status != tunnel.SWITCHING_PROTOCOLS:
-                    kept = {k: v for k, v in answer.headers if k.lower() == "content-type"}
-                    self._send(answer.status, answer.body, kept)
+                    names = {name.lower() for name in _RELAYED_HEADERS}
+                    relayed = [(k, v) for k, v in answer.headers if k.lower() in names]
+                    self._send(answer.status, answer.body, relayed)
                     return
-                self.send_response_only(answer.status, answer.reason)
-                for key, value in answer.headers:
-                    self.send_header(key, value)
-                self.end_headers()
-                log.debug("stream switched", extra={"path": urlsplit(self.path).path})
-                tunnel.splice(
-                    near=self.connection,
-                    near_pending=tunnel.buffered(self.rfile, self.connection),
-                    far=answer.connection,
-                    far_pending=answer.pending,
-                )
+                near, far = self.connection, answer.connection
 
-        def _relay_stream(self, upstream: Any) -> None:
-            self.send_response(upstream.status)
-            self.send_header(
-                "Content-Type", upstream.headers.get("Content-Type", "application/json")
-            )
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
+                def close() -> None:
+                    tunnel.cut(near)
+                    tunnel.cut(far)
+
+                if not proxy.hold_stream(session, close):
+                    return  # the run ended meanwhile
+                try:
+                    self.send_response_only(answer.status, answer.reason)
+                    for key, value in answer.headers:
+                        self.send_header(key, value)
+                    self.end_headers()
+                    log.debug("stream switched", extra={"path": urlsplit(self.path).path})
+                    tunnel.splice(
+                        near=near,
+                        near_pending=tunnel.buffered(self.rfile, near),
+                        far=far,
+                        far_pending=answer.pending,
+                    )
+                except OSError:
+                    pass  # the client went away, or the run ended, before the splice
+                finally:
+                    proxy.drop_stream(session, close)
+
+        def _relay_stream(self, session: Session, upstream: Any) -> None:
+            near = self.connection
+
+            def close() -> None:
+                # Ends the read the relay waits in; fails if the relay just closed it.
+                with contextlib.suppress(ValueError, RuntimeError, OSError):
+                    upstream.shutdown()
+                tunnel.cut(near)
+
+            if not proxy.hold_stream(session, close):
+                upstream.close()
+                self._refuse(401, "Unauthorized", "no live run owns this token")
+                return
+            near.settimeout(None)  # a stream may stay quiet; it ends with its run
             try:
+                self.send_response(upstream.status)
+                for key, value in _relayed(upstream.headers):
+                    self.send_header(key, value)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
                 for chunk in upstream.stream(8192, decode_content=True):
                     if chunk:
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                         self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
-            except OSError:
-                self.close_connection = True
+            except (OSError, urllib3.exceptions.HTTPError):
+                self.close_connection = True  # either side went away, or the run ended
+            finally:
+                proxy.drop_stream(session, close)
+                upstream.close()  # a stream's connection is not reused
 
     return Handler

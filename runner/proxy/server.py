@@ -6,6 +6,10 @@ resource being reconciled, decides what a request may mark as owned, what a
 read may take from the caches, and remembers the versions its runs wrote (their
 watch events are echoes). The HTTP side of each request is in
 :mod:`runner.proxy.handler`.
+
+A run's session also holds what the run wrote — so that its reads of those objects
+go to the API server until the cache holds the written version — and the streams
+it opened, which end with the run.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, parse_qs
@@ -33,7 +37,7 @@ from runner.kube import errors as kube_errors
 from runner.kube import paths
 from runner.kube.client import MERGE_PATCH, Client
 from runner.kube.types import GVK, KubeObject, Resource
-from runner.proxy import handler
+from runner.proxy import handler, listener
 
 log = logging.getLogger("runner.proxy")
 
@@ -44,6 +48,20 @@ _ADOPT_ATTEMPTS = 5  # follow-up patches tried when others change a just-created
 
 ChildObserver = Callable[[ownership.Owner, Resource, KubeObject], None]
 CacheLookup = Callable[[Resource, str, str], KubeObject | None]
+ObjectKey = tuple[GVK, str, str]  # kind, namespace ("" if cluster-scoped), name
+
+
+@dataclass
+class Session:
+    """One run, while its token is live: the owner, what it wrote, the streams it holds."""
+
+    owner: ownership.Owner
+    # The resourceVersion each object had after this run's last write to it ("": unknown,
+    # or deleted). The caches may not have caught up; reads of these go to the API server.
+    written: dict[ObjectKey, str] = field(default_factory=dict)
+    # One closer per open stream (watch, followed logs, exec...): called when the run ends.
+    streams: set[Callable[[], None]] = field(default_factory=set)
+    live: bool = True
 
 
 @dataclass(frozen=True)
@@ -89,12 +107,12 @@ class OwnerProxy:
         self.cache = cache
         self.caches = caches
         self.blacklists = dict(blacklists or {})
-        self._sessions: dict[str, ownership.Owner] = {}
+        self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         self._writes_done = threading.Condition(self._lock)
-        self._in_flight: collections.Counter[tuple[GVK, str, str]] = collections.Counter()
+        self._in_flight: collections.Counter[ObjectKey] = collections.Counter()
         try:
-            self._server = handler.Server(("127.0.0.1", port), handler.handler_for(self))
+            self._server = listener.Server(("127.0.0.1", port), handler.handler_for(self))
         except OSError as exc:
             problem = (
                 f"port {port} is already in use"
@@ -132,6 +150,10 @@ class OwnerProxy:
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def owner_for(self, token: str) -> ownership.Owner | None:
+        session = self.session_for(token)
+        return session.owner if session else None
+
+    def session_for(self, token: str) -> Session | None:
         with self._lock:
             return self._sessions.get(token)
 
@@ -166,14 +188,40 @@ class OwnerProxy:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
             yaml.safe_dump(kubeconfig, handle)
+        session = Session(owner=owner)
         with self._lock:
-            self._sessions[token] = owner
+            self._sessions[token] = session
         try:
             yield {"K8S_AUTH_KUBECONFIG": str(path), "KUBECONFIG": str(path)}
         finally:
             with self._lock:
                 self._sessions.pop(token, None)
+                session.live = False
+                streams, session.streams = session.streams, set()
             path.unlink(missing_ok=True)
+            for close in streams:  # the run is over: so are the streams it opened
+                try:
+                    close()
+                except Exception:  # a stream must not fail the run it outlived
+                    log.exception("could not close a stream of an ended run")
+
+    def hold_stream(self, session: Session, close: Callable[[], None]) -> bool:
+        """Register an open stream of ``session``; False if the run already ended."""
+        with self._lock:
+            if session.live:
+                session.streams.add(close)
+            return session.live
+
+    def drop_stream(self, session: Session, close: Callable[[], None]) -> None:
+        with self._lock:
+            session.streams.discard(close)
+
+    def wrote(self, session: Session, key: ObjectKey, payload: Any) -> None:
+        """Note that ``session`` wrote ``key`` (``payload``: the answer, if it was the object)."""
+        meta = payload.get("metadata") if isinstance(payload, dict) else None
+        version = str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
+        with self._lock:
+            session.written[key] = version
 
     # -- request handling (called from handler threads) --------------------
 
@@ -273,18 +321,21 @@ class OwnerProxy:
 
     def cached_read(
         self,
-        owner: ownership.Owner,
+        session: Session,
         target: paths.Target | None,
         resource: Resource | None,
         url: SplitResult,
     ) -> KubeObject | None:
         """A GET answered from the runner's caches, or None (and why, at debug level)."""
-        reason = self._uncached(owner, target, resource, url)
+        reason = self._uncached(session.owner, target, resource, url)
         if reason is None and target is not None and resource is not None and self.cache:
             found = self.cache(resource, target.namespace, target.name)
-            if found is not None:
-                return found
-            reason = "cache miss"
+            if found is None:
+                reason = "cache miss"
+            else:
+                reason = self._behind(session, (resource.gvk, target.namespace, target.name), found)
+                if reason is None:
+                    return found
         if log.isEnabledFor(logging.DEBUG):
             message = "Cache miss" if reason == "cache miss" else "Skipping cache lookup"
             log.debug(
@@ -316,6 +367,20 @@ class OwnerProxy:
             return "kind not cached"
         return None
 
+    def _behind(self, session: Session, key: ObjectKey, found: KubeObject) -> str | None:
+        """Why the cache's copy may predate a write of this run (None: it does not).
+
+        Only the written version itself is known to be fresh enough: resource
+        versions are opaque, so "newer than" cannot be told.
+        """
+        version = str((found.get("metadata") or {}).get("resourceVersion") or "")
+        with self._lock:
+            if key in self._in_flight:
+                return "being written"
+            if key in session.written and session.written[key] != version:
+                return "written by this run"
+        return None
+
     def remember(self, payload: Any) -> None:
         """Note a version of an object our runs wrote (its watch event is an echo)."""
         meta = payload.get("metadata") if isinstance(payload, dict) else None
@@ -328,11 +393,11 @@ class OwnerProxy:
         while len(self._own_writes) > _OWN_WRITES_KEPT:
             self._own_writes.popitem(last=False)
 
-    def begin_write(self, key: tuple[GVK, str, str]) -> None:
+    def begin_write(self, key: ObjectKey) -> None:
         with self._lock:
             self._in_flight[key] += 1
 
-    def end_write(self, key: tuple[GVK, str, str], payload: Any) -> None:
+    def end_write(self, key: ObjectKey, payload: Any) -> None:
         """Forget the in-flight write; remember the version it produced."""
         meta = payload.get("metadata") if isinstance(payload, dict) else None
         with self._lock:

@@ -12,6 +12,11 @@ it hashes keys over. The replica claims exactly the keys that view gives it.
 Only the replica writes its own Lease; every write carries the last
 resourceVersion, so a second process with the same replica id is noticed
 (:class:`LeaseHeldError`) instead of silently sharing the Lease.
+
+Every call takes a ``timeout``: the gate passes the time left before its renew
+deadline, as client-go bounds Lease requests, so a request to a silent API
+server fails by then instead of after the client's default 30 s read timeout.
+It bounds the whole call, however many requests it makes.
 """
 
 from __future__ import annotations
@@ -20,12 +25,13 @@ import contextlib
 import math
 import re
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
 from runner.kube import errors as kube_errors
-from runner.kube.client import Client
+from runner.kube.client import Client, Query
 from runner.kube.types import GVK, KubeObject
 
 LEASE = GVK("coordination.k8s.io", "v1", "Lease")
@@ -88,20 +94,21 @@ class Leases(Protocol):
 
     holder: str  # this process's incarnation, the holderIdentity of its Lease
 
-    def write(self, *, view: tuple[str, ...], take_over: bool = False) -> None:
+    def write(self, *, view: tuple[str, ...], take_over: bool = False, timeout: float) -> None:
         """Create or renew this replica's Lease publishing ``view``.
 
         Raises :class:`LeaseHeldError` when another incarnation holds it (unless
-        ``take_over``), :class:`runner.kube.errors.KubeError` when the write failed.
+        ``take_over``), :class:`runner.kube.errors.KubeError` when the write failed
+        or did not complete within ``timeout`` seconds.
         """
 
-    def read(self) -> list[Member]:
+    def read(self, *, timeout: float) -> list[Member]:
         """Every Lease of the shard group, this replica's included."""
 
-    def release(self) -> None:
+    def release(self, *, timeout: float) -> None:
         """Delete this replica's Lease, if this incarnation still holds it."""
 
-    def remove(self, member: Member) -> None:
+    def remove(self, member: Member, *, timeout: float) -> None:
         """Delete another replica's expired Lease, unless it changed since read."""
 
 
@@ -154,20 +161,47 @@ class KubeLeases:
             },
         }
 
-    def write(self, *, view: tuple[str, ...], take_over: bool = False) -> None:
+    # -- requests: each call bounded as a whole by its timeout ------------------
+
+    def _path(self, name: str = "") -> str:
+        base = f"/apis/{LEASE.group}/{LEASE.version}/namespaces/{self.namespace}/leases"
+        return f"{base}/{name}" if name else base
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        until: float,
+        body: object = None,
+        query: Query | None = None,
+    ) -> KubeObject:
+        left = until - time.monotonic()
+        if left <= 0:
+            raise kube_errors.TransportError(f"{method} {path}: out of time (renew deadline)")
+        answer: KubeObject = self._client.request(
+            method, path, body=body, query=query, timeout=left
+        )
+        return answer
+
+    def _create(self, view: tuple[str, ...], *, until: float) -> None:
+        created = self._request(
+            "POST", self._path(), body=self._body(view, acquired=""), until=until
+        )
+        self._resource_version = str(created["metadata"].get("resourceVersion", ""))
+
+    def write(self, *, view: tuple[str, ...], take_over: bool = False, timeout: float) -> None:
+        until = time.monotonic() + timeout
         if not self._resource_version:
             try:
-                created = self._client.create(
-                    LEASE, self._body(view, acquired=""), namespace=self.namespace
-                )
+                self._create(view, until=until)
             except kube_errors.ConflictError:
                 pass  # it exists: a restart with the same replica id; check its holder below
             else:
-                self._resource_version = str(created["metadata"].get("resourceVersion", ""))
                 return
         for _ in range(2):
             if not self._resource_version:
-                current = self._client.get(LEASE, name=self.name, namespace=self.namespace)
+                current = self._request("GET", self._path(self.name), until=until)
                 holder = (current.get("spec") or {}).get("holderIdentity")
                 if holder != self.holder and not take_over:
                     raise LeaseHeldError(f"Lease {self.namespace}/{self.name} is held by {holder}")
@@ -175,25 +209,25 @@ class KubeLeases:
             body = self._body(view, acquired="")
             body["metadata"]["resourceVersion"] = self._resource_version
             try:
-                updated = self._client.update(LEASE, body)
+                updated = self._request("PUT", self._path(self.name), body=body, until=until)
             except kube_errors.ConflictError:
                 self._resource_version = ""  # changed by someone else: look at it again
                 take_over = False
                 continue
             except kube_errors.NotFoundError:
                 self._resource_version = ""  # deleted under us: create it again
-                created = self._client.create(
-                    LEASE, self._body(view, acquired=""), namespace=self.namespace
-                )
-                self._resource_version = str(created["metadata"].get("resourceVersion", ""))
+                self._create(view, until=until)
                 return
             self._resource_version = str(updated["metadata"].get("resourceVersion", ""))
             return
         raise kube_errors.KubeError(f"Lease {self.namespace}/{self.name}: conflicting writes")
 
-    def read(self) -> list[Member]:
-        listed = self._client.list(
-            LEASE, namespace=self.namespace, query={"labelSelector": f"{GROUP_LABEL}={self.group}"}
+    def read(self, *, timeout: float) -> list[Member]:
+        listed = self._request(
+            "GET",
+            self._path(),
+            query={"labelSelector": f"{GROUP_LABEL}={self.group}"},
+            until=time.monotonic() + timeout,
         )
         members: list[Member] = []
         for item in listed.get("items") or []:
@@ -214,22 +248,24 @@ class KubeLeases:
             )
         return members
 
-    def _delete(self, name: str, resource_version: str) -> None:
-        path = self._client.resource(LEASE).path(namespace=self.namespace, name=name)
-        self._client.request(
+    def _delete(self, name: str, resource_version: str, *, timeout: float) -> None:
+        self._request(
             "DELETE",
-            path,
+            self._path(name),
             body={"preconditions": {"resourceVersion": resource_version}},
+            until=time.monotonic() + timeout,
         )
 
-    def release(self) -> None:
+    def release(self, *, timeout: float) -> None:
         if not self._resource_version:
             return
         with contextlib.suppress(kube_errors.NotFoundError):
-            self._delete(self.name, self._resource_version)
+            self._delete(self.name, self._resource_version, timeout=timeout)
         self._resource_version = ""
 
-    def remove(self, member: Member) -> None:
+    def remove(self, member: Member, *, timeout: float) -> None:
         # Gone already, or renewed since (not expired after all): nothing to do.
         with contextlib.suppress(kube_errors.NotFoundError, kube_errors.ConflictError):
-            self._delete(lease_name(self.group, member.replica), member.resource_version)
+            self._delete(
+                lease_name(self.group, member.replica), member.resource_version, timeout=timeout
+            )

@@ -27,7 +27,11 @@ write, that no other live Lease claims it. It works like this:
   no comparison of clocks across machines). The holder itself starts nothing
   once ``renew_deadline`` (< the duration) has passed since it sent its last
   successful write, and exits (``on_fenced``) if runs are still going then,
-  so its runs end before anyone may count its claims as expired;
+  so its runs end before anyone may count its claims as expired. That check
+  runs on its own timer thread (the *fence*), so it fires on time even while a
+  round is blocked in a request to a silent API server; and every Lease
+  request is bounded by the time left before the deadline (a whole deadline
+  when none is left), so a round is not held for the client's 30 s timeout;
 - *release on shutdown*: after its runs ended the replica deletes its Lease,
   so the others take over at their next round instead of after expiry.
 """
@@ -115,6 +119,9 @@ class Shards:
         self._seen: dict[str, _Seen] = {}
         self._rings: dict[tuple[str, ...], ring.Ring] = {}
         self._waiting = False  # join() logged that it waits for an earlier Lease
+        # Wakes the fence when a renewal moved the deadline or the rounds stopped.
+        self._fence_wake = threading.Condition()
+        self._fenced = False  # on_fenced was called (once only)
         self.stats = Stats()
 
     # -- what the controller asks --------------------------------------------
@@ -157,7 +164,7 @@ class Shards:
 
     def join(self) -> list[Item]:
         """First rounds at start-up: read the group, publish, read again."""
-        members = self._leases.read()
+        members = self._leases.read(timeout=self._budget())
         now = self._clock.now()
         mine = next((m for m in members if m.replica == self.replica), None)
         self._observe(members, now)
@@ -200,7 +207,7 @@ class Shards:
                 publish = view.target
         sent = self._clock.now()
         try:
-            self._leases.write(view=publish or (), take_over=take_over)
+            self._leases.write(view=publish or (), take_over=take_over, timeout=self._budget())
         except kube_errors.KubeError as exc:
             with self._lock:
                 self._fresh = False
@@ -215,8 +222,10 @@ class Shards:
                     "shard view published",
                     extra={"replica": self.replica, "view": list(publish or ())},
                 )
+        with self._fence_wake:
+            self._fence_wake.notify_all()  # the deadline moved
         try:
-            members = self._leases.read()
+            members = self._leases.read(timeout=self._budget())
         except kube_errors.KubeError as exc:
             with self._lock:
                 self._fresh = False
@@ -243,7 +252,7 @@ class Shards:
         )
         for member in members:
             if member.replica != self.replica and self._long_gone(member, now):
-                self._leases.remove(member)
+                self._leases.remove(member, timeout=self._budget())
         with self._lock:
             old = self._view
             new = _View(target=self._target(members, now), published=old.published, claims=claims)
@@ -280,29 +289,70 @@ class Shards:
         enqueue: Callable[[Iterable[Item]], None],
         on_fenced: Callable[[str], None],
     ) -> None:
-        """Rounds every ``retry_period`` until ``stop``; gained keys go to ``enqueue``."""
-        while not stop.is_set():
-            try:
-                gained = self.tick() if self._renewed_at is not None else self.join()
-            except membership.LeaseHeldError as exc:
-                on_fenced(str(exc))
+        """Rounds every ``retry_period`` until ``stop``; gained keys go to ``enqueue``.
+
+        ``on_fenced`` is called once, from this thread or the fence's, when this
+        replica must stop at once (its runs may outlive its claims)."""
+        fence = threading.Thread(
+            target=self.fence,
+            args=(stop,),
+            kwargs={"on_fenced": on_fenced},
+            daemon=True,
+            name="shards-fence",
+        )
+        fence.start()
+        try:
+            while not stop.is_set():
+                try:
+                    gained = self.tick() if self._renewed_at is not None else self.join()
+                except membership.LeaseHeldError as exc:
+                    self._fire(str(exc), on_fenced)
+                    return
+                except Exception:
+                    log.exception("shard round failed")
+                    gained = []
+                if gained:
+                    enqueue(gained)
+                if self.overdue():
+                    self._fire("shard Lease not renewed within the renew deadline", on_fenced)
+                    return
+                stop.wait(self.retry_period)
+        finally:
+            with self._fence_wake:
+                self._fence_wake.notify_all()  # to see ``stop``
+
+    def fence(self, stop: threading.Event, *, on_fenced: Callable[[str], None]) -> None:
+        """Until ``stop`` (noticed when :meth:`run` ends): wait for the renew deadline
+        and call ``on_fenced`` if runs are still going then, whatever the rounds are
+        blocked in. Runs cannot start past the deadline (:meth:`begin`), so once it
+        passed with none going, only a renewal (which wakes this) can change that."""
+        with self._fence_wake:
+            while not stop.is_set():
+                if self.overdue():
+                    break
+                with self._lock:
+                    if self._fenced:  # by the rounds' thread
+                        return
+                    renewed, valid = self._renewed_at, self._valid()
+                deadline = renewed + self._deadline if renewed is not None and valid else None
+                self._clock.wait_until(self._fence_wake, deadline)
+            else:
                 return
-            except Exception:
-                log.exception("shard round failed")
-                gained = []
-            if gained:
-                enqueue(gained)
-            if self.overdue():
-                on_fenced("shard Lease not renewed within the renew deadline")
+        self._fire("shard Lease not renewed within the renew deadline", on_fenced)
+
+    def _fire(self, reason: str, on_fenced: Callable[[str], None]) -> None:
+        with self._lock:
+            if self._fenced:
                 return
-            stop.wait(self.retry_period)
+            self._fenced = True
+        on_fenced(reason)
 
     def release(self) -> None:
         """Give the claims up at once (after the runs ended): delete this replica's Lease."""
         with self._lock:
             self._fresh = False
         try:
-            self._leases.release()
+            self._leases.release(timeout=self._budget())
             log.info("shard Lease released", extra={"replica": self.replica})
         except kube_errors.KubeError as exc:
             log.warning("could not release the shard Lease", extra={"error": str(exc)})
@@ -316,6 +366,14 @@ class Shards:
                 self._rings.clear()
             found = self._rings[view] = ring.Ring(view, vnodes=self._vnodes)
         return found
+
+    def _budget(self) -> float:
+        """The timeout of the next Lease call: the time left before the renew deadline,
+        or a whole deadline when none is left (a new try at renewing, starting nothing)."""
+        with self._lock:
+            renewed = self._renewed_at
+        left = 0.0 if renewed is None else renewed + self._deadline - self._clock.now()
+        return left if left > 0 else self._deadline
 
     def _valid(self) -> bool:
         return (

@@ -9,6 +9,10 @@ fork or exit, so the tree holds still while it is read from ``/proc`` — and
 then kills them all. Launchers are child subreapers (:func:`become_subreaper`):
 a process orphaned inside a run is reparented to the launcher, not to init, so
 it is still found, killed and reaped there.
+
+:func:`kill_marked` does the same for a cold run, which no launcher watches:
+its roots are the processes whose environment carries the run's mark (every
+process of a run inherits it), so a process that left the tree is found too.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import contextlib
 import ctypes
 import os
 import signal
+from collections.abc import Iterable
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -52,11 +57,11 @@ def children_map() -> dict[int, list[int]]:
     return children
 
 
-def descendants(root: int) -> set[int]:
-    """``root`` and every process below it."""
+def descendants(root: int | Iterable[int]) -> set[int]:
+    """``root`` (one pid or several) and every process below it."""
     children = children_map()
     found: set[int] = set()
-    stack = [root]
+    stack = [root] if isinstance(root, int) else list(root)
     while stack:
         pid = stack.pop()
         if pid not in found:
@@ -65,11 +70,36 @@ def descendants(root: int) -> set[int]:
     return found
 
 
-def kill_tree(root: int) -> None:
-    """SIGKILL ``root`` and all its descendants, including those in other sessions."""
+def marked(entry: str) -> set[int]:
+    """Processes (other than this one) whose initial environment holds ``entry``
+    (``NAME=value``) — as exec'd; a fork shows its parent's."""
+    wanted = entry.encode()
+    found: set[int] = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue
+        if wanted in environ.split(b"\0"):
+            found.add(int(name))
+    return found
+
+
+def kill_marked(entry: str) -> None:
+    """SIGKILL every process whose environment holds ``entry``, and all below them."""
+    kill_tree(marked(entry))
+
+
+def kill_tree(root: int | Iterable[int]) -> None:
+    """SIGKILL ``root`` (one pid or several) and all its descendants, including those
+    in other sessions."""
+    roots = {root} if isinstance(root, int) else set(root)
     stopped: set[int] = set()
     while True:
-        fresh = descendants(root) - stopped
+        fresh = descendants(roots) - stopped
         if not fresh:
             break
         for pid in fresh:

@@ -162,7 +162,9 @@ def test_timeout_stops_the_run(run_playbook: RunPlaybook) -> None:
     result = run_playbook("slow", timeout=2)
     assert result.status == "timeout"
     assert result.stats_missing
-    assert [t.message for t in result.failed_tasks] == ["the Ansible run timed out after 2s"]
+    assert [t.message for t in result.failed_tasks] == [
+        "the Ansible run timed out after 2s in task 'Sleep'"
+    ]
     assert result.duration < 20
 
 

@@ -35,7 +35,7 @@ class FakeLeases:
         if self.replica in self.store.failing:
             raise kube_errors.TransportError("connection refused")
 
-    def write(self, *, view: tuple[str, ...], take_over: bool = False) -> None:
+    def write(self, *, view: tuple[str, ...], take_over: bool = False, timeout: float) -> None:
         self._check()
         current = self.store.leases.get(self.replica)
         if current is not None and current.holder != self.holder and not take_over:
@@ -49,16 +49,16 @@ class FakeLeases:
             resource_version=str(next(_COUNTER)),
         )
 
-    def read(self) -> list[membership.Member]:
+    def read(self, *, timeout: float) -> list[membership.Member]:
         self._check()
         return [replace(m) for m in self.store.leases.values()]
 
-    def release(self) -> None:
+    def release(self, *, timeout: float) -> None:
         current = self.store.leases.get(self.replica)
         if current is not None and current.holder == self.holder:
             del self.store.leases[self.replica]
 
-    def remove(self, member: membership.Member) -> None:
+    def remove(self, member: membership.Member, *, timeout: float) -> None:
         current = self.store.leases.get(member.replica)
         if current is not None and current.resource_version == member.resource_version:
             del self.store.leases[member.replica]

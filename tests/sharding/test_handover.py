@@ -179,7 +179,7 @@ def test_a_second_process_with_the_same_replica_id_is_refused() -> None:
     group.rounds(1)
     twin = FakeLeases(group.store, replica="a", duration=DURATION)
     with pytest.raises(LeaseHeldError):
-        twin.write(view=("a",))
+        twin.write(view=("a",), timeout=DEADLINE)
     group.replicas["a"]._leases = twin  # the twin's rounds: it sees the Lease is not its own
     with pytest.raises(LeaseHeldError):
         group.replicas["a"].tick()
@@ -265,8 +265,8 @@ def test_a_lease_deleted_under_a_replica_stops_its_starts_until_written_again() 
     assert isinstance(fake, FakeLeases)
     write = fake.write
 
-    def write_then_lose(*, view: tuple[str, ...], take_over: bool = False) -> None:
-        write(view=view, take_over=take_over)
+    def write_then_lose(*, view: tuple[str, ...], take_over: bool = False, timeout: float) -> None:
+        write(view=view, take_over=take_over, timeout=timeout)
         group.store.leases.clear()
         group.store.leases.update(original)
 

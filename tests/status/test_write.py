@@ -258,3 +258,31 @@ def test_write_from_a_stale_copy_rereads_after_the_conflict() -> None:
     assert client.gets == 1, f"expected one re-read after the 409, saw {client.gets}"
     assert client.obj is not None
     assert client.obj["status"]["conditions"][0]["type"] == "Running"
+
+
+@pytest.mark.parametrize(
+    "current",
+    [pytest.param(None, id="fresh-read"), pytest.param("stale-copy", id="after-a-conflict")],
+)
+def test_a_write_pinned_to_a_uid_never_lands_on_a_recreated_object(current: str | None) -> None:
+    old = cr({"conditions": []}, rv="5")
+    old["metadata"]["uid"] = "uid-old"
+    new = cr({"conditions": []}, rv="9")
+    new["metadata"]["uid"] = "uid-new"
+    new["metadata"]["generation"] = 1
+    client = FakeClient(new)
+    written = status.write(
+        client,
+        gvk=GVK_,
+        namespace="ns",
+        name="mc",
+        conditions_update=mark_running,
+        observed_generation=2,
+        uid="uid-old",
+        current=old if current else None,
+    )
+    assert written is None, f"expected None (our object is gone), saw {written}"
+    assert client.obj is not None
+    assert client.obj["status"] == {"conditions": []}, (
+        f"the re-created object's status must stay untouched, saw {client.obj['status']}"
+    )

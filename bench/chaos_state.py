@@ -1,0 +1,212 @@
+"""The chaos benchmark's CRs: their kind, whether each has converged, and the churn.
+
+Part of ``make chaos`` (``bench/chaos.py``). :class:`Observer` lists the ``Chaos``
+CRs and their child ConfigMaps every ``POLL`` seconds, straight from the API server
+(never through a relay), and records when each generation of each CR was first
+seen converged truthfully; :class:`Churn` rewrites random CRs' specs meanwhile.
+Both shrug off the API server being down: that is the point of the benchmark.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+import devcluster
+from bench import common
+from runner.kube import client as kube_client
+from runner.kube import config as kube_config
+from runner.kube.types import GVK
+
+GROUP = "chaos.playbook-operator.dev"
+CHAOS = GVK(GROUP, "v1", "Chaos")
+POLL = 0.5
+
+
+def crd() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"chaos.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": "Chaos", "listKind": "ChaosList", "plural": "chaos"}
+            | {"singular": "chaos"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+def client_for(cluster: devcluster.Cluster) -> kube_client.Client:
+    """A direct admin client (never through a relay): each thread gets its own."""
+    return kube_client.Client(kube_config.from_kubeconfig(str(cluster.kubeconfig)), timeout=10)
+
+# -- what the cluster says ------------------------------------------------------
+
+
+def problems(obj: dict[str, Any], child: dict[str, Any] | None) -> list[str]:
+    """Why ``obj`` is not converged at its current spec (empty: converged, truthfully)."""
+    meta, status = obj.get("metadata", {}), obj.get("status") or {}
+    found = []
+    if not common.successful(obj):
+        found.append("not Successful")
+    if status.get("observedGeneration") != meta.get("generation"):
+        found.append(
+            f"observedGeneration {status.get('observedGeneration')} != generation "
+            f"{meta.get('generation')}"
+        )
+    want = str((obj.get("spec") or {}).get("value"))
+    data = (child or {}).get("data") or {}
+    if child is None:
+        found.append("no child ConfigMap")
+    elif data.get("value") != want or data.get("uid") != meta.get("uid"):
+        found.append(f"child has value {data.get('value')!r} uid {data.get('uid')}, spec {want!r}")
+    return found
+
+
+class Observer:
+    """Lists the CRs and their children every ``POLL`` s; when each generation converged."""
+
+    def __init__(self, cluster: devcluster.Cluster, namespace: str) -> None:
+        self.namespace = namespace
+        self.converged: dict[str, dict[int, float]] = {}  # name -> generation -> first seen
+        self.errors = 0
+        self._client = client_for(cluster)
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> Observer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+        objs = self._client.list(CHAOS, namespace=self.namespace).get("items", [])
+        children = self._client.list(common.CONFIGMAP, namespace=self.namespace)
+        by_name = {c["metadata"]["name"]: c for c in children.get("items", [])}
+        return objs, by_name
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL):
+            try:
+                objs, children = self.snapshot()
+            except Exception:  # the API server is down on purpose: try again
+                self.errors += 1
+                continue
+            now = time.time()
+            with self._cond:
+                for obj in objs:
+                    name = obj["metadata"]["name"]
+                    child = children.get(f"{name}-chaos")
+                    if not problems(obj, child):
+                        generation = int(obj["metadata"]["generation"])
+                        self.converged.setdefault(name, {}).setdefault(generation, now)
+                self._cond.notify_all()
+
+    def when(self, targets: dict[str, int]) -> float | None:
+        """When the last of ``targets`` (name → generation) converged at it or later."""
+        latest = 0.0
+        with self._cond:
+            for name, generation in targets.items():
+                seen = [t for g, t in self.converged.get(name, {}).items() if g >= generation]
+                if not seen:
+                    return None
+                latest = max(latest, min(seen))
+        return latest
+
+    def wait(self, targets: dict[str, int], *, timeout: float) -> float | None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while (at := self.when(targets)) is None and time.monotonic() < deadline:
+                self._cond.wait(1.0)
+        return at
+
+
+# -- the churn -------------------------------------------------------------------
+
+
+class Churn:
+    """Patches a random CR's ``spec.value`` ``rate`` times a second, in a thread."""
+
+    def __init__(
+        self, cluster: devcluster.Cluster, *, namespace: str, names: list[str], rate: float
+    ) -> None:
+        self.generations = dict.fromkeys(names, 1)  # as the last successful write left it
+        self.written = 0
+        self.failed = 0
+        self._value = 0
+        self._client = client_for(cluster)
+        self._namespace = namespace
+        self._names = names
+        self._rate = rate
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> Churn:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def targets(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.generations)
+
+    def probe(self, count: int) -> None:
+        """Write ``count`` random CRs now (retrying), so a fault's recovery has fresh work."""
+        for name in random.sample(self._names, min(count, len(self._names))):
+            deadline = time.monotonic() + 60
+            while not self.write(name) and time.monotonic() < deadline:
+                time.sleep(0.5)
+
+    def write(self, name: str) -> bool:
+        with self._lock:
+            self._value += 1
+            value = self._value
+        try:
+            obj = self._client.patch(
+                CHAOS, name=name, namespace=self._namespace, body={"spec": {"value": value}}
+            )
+        except Exception:  # the API server is down on purpose; the next write retries
+            self.failed += 1
+            return False
+        with self._lock:
+            self.written += 1
+            generation = int(obj["metadata"]["generation"])
+            self.generations[name] = max(self.generations[name], generation)
+        return True
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1 / self._rate):
+            self.write(random.choice(self._names))
+
+
+def obj(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": CHAOS.api_version,
+        "kind": CHAOS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"value": 0},
+    }

@@ -1,0 +1,165 @@
+"""Images for the real node without a registry: built here, loaded into its containerd.
+
+No registry answers on these machines, so nothing is ever pulled. The node's
+containerd gets every image from an archive: the pause image (the static ``pause``
+program ``devcluster build --node real`` compiles, packed here into a one-layer
+image), stand-ins for the images the project's roles name (``hack/node/*.sh`` build
+them with podman from Debian packages, under the exact names the roles use), and any
+local podman image (``devcluster load``, like ``kind load docker-image``).
+
+Archives are docker-archive tars (``manifest.json`` with ``RepoTags``): containerd's
+importer takes their names as they are, where an OCI archive would need a base name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+from devcluster import errors, nodeconfig, pins
+
+#: The stand-in builders under hack/node/, each printing the name of the image it built.
+STAND_INS = ("memcached.sh",)
+NAMESPACE = "k8s.io"  # the CRI plugin's containerd namespace
+
+
+def _tar_member(archive: tarfile.TarFile, name: str, data: bytes, *, mode: int = 0o644) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = mode
+    archive.addfile(info, io.BytesIO(data))
+
+
+def pause_archive(*, binary: Path, name: str, out: Path) -> Path:
+    """Write a docker-archive of a one-file image running ``binary`` as ``/pause``."""
+    layer_buffer = io.BytesIO()
+    with tarfile.open(fileobj=layer_buffer, mode="w", format=tarfile.GNU_FORMAT) as layer:
+        _tar_member(layer, "pause", binary.read_bytes(), mode=0o755)
+    layer_bytes = layer_buffer.getvalue()
+    diff_id = "sha256:" + hashlib.sha256(layer_bytes).hexdigest()
+    config = json.dumps(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Entrypoint": ["/pause"], "User": "65535:65535"},
+            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        },
+        sort_keys=True,
+    ).encode()
+    config_name = hashlib.sha256(config).hexdigest() + ".json"
+    manifest = [{"Config": config_name, "RepoTags": [name], "Layers": ["layer.tar"]}]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        _tar_member(archive, "layer.tar", layer_bytes)
+        _tar_member(archive, config_name, config)
+        _tar_member(archive, "manifest.json", json.dumps(manifest).encode())
+    return out
+
+
+def _run(command: list[str], *, what: str, timeout: float) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
+    except FileNotFoundError as exc:
+        raise errors.NodeUnavailableError(f"{what}: `{command[0]}` is not installed") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise errors.StartError(f"{what}: `{' '.join(command)}` took over {timeout:.0f}s") from exc
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()[-12:]
+        raise errors.StartError(
+            f"{what}: `{' '.join(command)}` exited {done.returncode}:\n" + "\n".join(detail)
+        )
+    return done.stdout
+
+
+def import_archive(*, socket: Path, archive: Path) -> None:
+    """Load a docker-archive into the node's containerd (unpacked for the CRI plugin)."""
+    ctr = shutil.which("ctr") or "ctr"
+    _run(
+        [ctr, f"--address={socket}", f"--namespace={NAMESPACE}", "images", "import", str(archive)],
+        what=f"importing {archive.name} into the real node",
+        timeout=300.0,
+    )
+
+
+def podman_archive(*, image: str, out: Path) -> Path:
+    """``podman save`` a local image as a docker-archive (its name kept in RepoTags)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    _run(
+        ["podman", "save", "--format=docker-archive", f"--output={out}", image],
+        what=f"saving {image} from podman",
+        timeout=300.0,
+    )
+    return out
+
+
+def docker_name(image: str) -> str:
+    """``image`` as a kubelet asks containerd for it: Docker Hub's rules fill in the
+    registry and the ``latest`` tag (``memcached`` → ``docker.io/library/memcached:latest``)."""
+    first, _, rest = image.partition("/")
+    if not rest:
+        image = f"docker.io/library/{image}"
+    elif not ("." in first or ":" in first or first == "localhost"):
+        image = f"docker.io/{image}"
+    last = image.rsplit("/", 1)[-1]
+    return image if ":" in last or "@" in last else f"{image}:latest"
+
+
+def archive_names(archive: Path) -> list[str]:
+    """The names a docker-archive carries (its manifest's ``RepoTags``)."""
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("manifest.json")
+        manifest = json.loads(member.read()) if member else []
+    return [str(tag) for entry in manifest for tag in entry.get("RepoTags") or []]
+
+
+def tag(*, socket: Path, source: str, target: str) -> None:
+    ctr = shutil.which("ctr") or "ctr"
+    base = [ctr, f"--address={socket}", f"--namespace={NAMESPACE}"]
+    _run(
+        [*base, "images", "tag", "--force", source, target],
+        what=f"naming {source} {target} in the real node",
+        timeout=60.0,
+    )
+
+
+def load(*, image: str, paths: nodeconfig.Paths) -> None:
+    """Load the local podman image ``image`` into the real node's containerd.
+
+    podman names a short name ``localhost/<name>``; a pod that names the image as it
+    was given finds it under Docker's normalisation, so that name is added too.
+    """
+    if not paths.socket.exists():
+        raise errors.NodeUnavailableError(
+            f"no real node runs in {paths.directory.parent}; start one with "
+            "`devcluster up --node real`"
+        )
+    safe = hashlib.sha256(image.encode()).hexdigest()[:16]
+    archive = podman_archive(image=image, out=paths.images_dir / f"load-{safe}.tar")
+    try:
+        import_archive(socket=paths.socket, archive=archive)
+        names = [docker_name(n) for n in archive_names(archive)]
+    finally:
+        archive.unlink(missing_ok=True)
+    wanted = docker_name(image)
+    if names and wanted not in names:
+        tag(socket=paths.socket, source=names[0], target=wanted)
+
+
+def build_stand_ins(*, timeout: float = 900.0) -> list[str]:
+    """Build (or find already built) each stand-in image in podman; return their names.
+
+    The first build bootstraps a Debian base (debootstrap, minutes); later ones find
+    the images in podman's storage by their recipe label and take about a second.
+    """
+    names = []
+    for script in STAND_INS:
+        path = pins.repo_root() / "hack" / "node" / script
+        output = _run([str(path)], what=f"building the stand-in image ({script})", timeout=timeout)
+        names.append(output.strip().splitlines()[-1])
+    return names

@@ -1,0 +1,3 @@
+module playbook-operator/hack/cluster/pause
+
+go 1.26.0

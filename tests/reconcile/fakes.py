@@ -1,0 +1,150 @@
+"""Fakes for reconciler unit tests: an API server holding objects, a runner, an event sink.
+
+Only the calls :class:`runner.reconcile.Reconciler` makes are implemented; every
+status patch is checked against ``resourceVersion`` and ``uid`` as the API server
+checks them, so tests see the same conflicts a real cluster would give.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+from runner import reconcile, recorder, settings, watches
+from runner.ansible import runner as ansible_runner
+from runner.kube import errors as kube_errors
+from runner.kube.types import GVK, KubeObject
+from tests.runner.support import PROBE
+
+
+def probe_object(
+    name: str = "p", *, annotations: dict[str, str] | None = None, uid: str = "uid-1"
+) -> KubeObject:
+    return {
+        "apiVersion": PROBE.api_version,
+        "kind": PROBE.kind,
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": uid,
+            "resourceVersion": "1",
+            "generation": 1,
+            "annotations": dict(annotations or {}),
+        },
+        "spec": {"message": "x"},
+    }
+
+
+class FakeClient:
+    """One object; GET, status PATCH (resourceVersion and uid preconditions), CREATE."""
+
+    def __init__(self, obj: KubeObject | None) -> None:
+        self.obj = obj
+        self.patches: list[dict[str, Any]] = []
+
+    def _missing(self, method: str) -> kube_errors.NotFoundError:
+        return kube_errors.NotFoundError(status=404, method=method, path="/x", body={})
+
+    def get(self, gvk: GVK, *, name: str, namespace: str | None = None) -> KubeObject:
+        if self.obj is None:
+            raise self._missing("GET")
+        return copy.deepcopy(self.obj)
+
+    def patch(
+        self, gvk: GVK, *, name: str, namespace: str | None = None, body: Any, subresource: str = ""
+    ) -> KubeObject:
+        self.patches.append(copy.deepcopy(body))
+        if self.obj is None:
+            raise self._missing("PATCH")
+        meta = self.obj["metadata"]
+        sent = body.get("metadata") or {}
+        for key in ("resourceVersion", "uid"):
+            if key in sent and sent[key] != meta[key]:
+                raise kube_errors.ConflictError(status=409, method="PATCH", path="/x", body={})
+        if subresource == "status":
+            self.obj["status"] = {**(self.obj.get("status") or {}), **body["status"]}
+        else:
+            meta.update({k: v for k, v in sent.items() if k != "resourceVersion"})
+        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+        return copy.deepcopy(self.obj)
+
+    def conditions(self) -> dict[str, dict[str, Any]]:
+        assert self.obj is not None
+        found = (self.obj.get("status") or {}).get("conditions") or []
+        return {c["type"]: c for c in found}
+
+
+class FakeRunner:
+    """Records each RunSpec; ``behave`` decides the run's outcome (default: success)."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.specs: list[ansible_runner.RunSpec] = []
+        self.tmp_path = tmp_path
+        self.behave: Callable[[ansible_runner.RunSpec], None] = lambda spec: None
+
+    def run(self, spec: ansible_runner.RunSpec, *, log: Any) -> ansible_runner.RunResult:
+        self.specs.append(spec)
+        spec.private_data_dir.mkdir(parents=True, exist_ok=True)
+        self.behave(spec)
+        return ansible_runner.RunResult(
+            ok=1,
+            changed=0,
+            skipped=0,
+            failures=0,
+            completion="2024-01-01T00:00:00Z",
+            failed=False,
+            failed_tasks=(),
+            requeue_after=None,
+            stats_missing=False,
+            duration=0.1,
+            artifact_dir=spec.private_data_dir / "artifacts" / spec.ident,
+            status="successful",
+            rc=0,
+            output_tail="",
+        )
+
+
+class FakeRecorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[bool, str, str]] = []
+
+    def record(self, obj: KubeObject, *, warning: bool, reason: str, message: str) -> None:
+        self.events.append((warning, reason, message))
+
+    def warnings(self) -> list[str]:
+        return [message for warning, _, message in self.events if warning]
+
+
+def load_watch(tmp_path: Path, extra: str = "") -> watches.Watch:
+    (tmp_path / "roles" / "probe").mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "watches.yaml"
+    path.write_text(f"- version: v1\n  group: {PROBE.group}\n  kind: Probe\n  role: probe\n{extra}")
+    return watches.load(path, environ={}, base_dir=tmp_path)[0]
+
+
+def make_reconciler(
+    *,
+    tmp_path: Path,
+    client: FakeClient,
+    runner: FakeRunner,
+    events: FakeRecorder | None = None,
+    watch_extra: str = "",
+    **overrides: Any,
+) -> reconcile.Reconciler:
+    watch = load_watch(tmp_path, watch_extra)
+    options: dict[str, Any] = {"runner_dir": tmp_path / "runner", "environ": {}}
+    options.update(overrides)
+    return reconcile.Reconciler(
+        watch=watch,
+        settings=settings.Settings(watches_file=tmp_path / "watches.yaml", **options),
+        client=cast(Any, client),
+        runner=cast(Any, runner),
+        environment=reconcile.StaticEnvironment(None),
+        events=cast(recorder.Recorder, events) if events is not None else None,
+    )
+
+
+def request(name: str = "p") -> reconcile.Request:
+    return reconcile.Request(gvk=PROBE, namespace="ns", name=name)

@@ -1,0 +1,97 @@
+"""A stand-in API server for informer tests: one LIST answer, scripted watch streams.
+
+Serves GET on any path: without ``watch=true`` the LIST body; with it, the lines
+scripted for the requested resourceVersion, each as one HTTP chunk as the API
+server sends them, then holds the stream open until the test ends (as a quiet
+watch does), so an informer that is not broken never reconnects.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from runner.kube import client as client_mod
+from runner.kube import config as config_mod
+from runner.kube.types import GVK, Resource
+
+PROBE = Resource(
+    gvk=GVK("tests.playbook-operator.dev", "v1", "Probe"),
+    plural="probes",
+    namespaced=True,
+    verbs=frozenset({"list", "watch", "get"}),
+    subresources=frozenset({"status"}),
+)
+
+
+class StubApi:
+    def __init__(self, *, list_body: bytes, watches: dict[str, list[bytes]]) -> None:
+        self.list_body = list_body
+        self.watches = watches
+        self.lists = 0
+        self.watch_versions: list[str] = []  # resourceVersion of each watch request, in order
+        self.sent_at: dict[str, float] = {}  # resourceVersion watched → monotonic time all sent
+        self._release = threading.Event()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def client(self) -> client_mod.Client:
+        return client_mod.Client(config_mod.ClientConfig(server=self.url), timeout=5.0)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+            def do_GET(self) -> None:
+                query = parse_qs(urlsplit(self.path).query)
+                if query.get("watch") != ["true"]:
+                    with stub._lock:
+                        stub.lists += 1
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(stub.list_body)))
+                    self.end_headers()
+                    self.wfile.write(stub.list_body)
+                    return
+                rv = query.get("resourceVersion", [""])[0]
+                with stub._lock:
+                    stub.watch_versions.append(rv)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for line in stub.watches.get(rv, []):
+                    self._chunk(line + b"\n")
+                stub.sent_at[rv] = time.monotonic()
+                stub._release.wait(30)
+                self._chunk(b"")
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+        return Handler
+
+    def __enter__(self) -> StubApi:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._release.set()
+        self._server.shutdown()
+        self._server.server_close()
