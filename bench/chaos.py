@@ -59,7 +59,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import devcluster
-from bench import chaos_replicas, chaos_runs, common
+from bench import chaos_faults, chaos_replicas, chaos_runs, chaos_state, common
 from runner.kube import client as kube_client
 
 MiB = 1024 * 1024
@@ -68,11 +68,13 @@ EXPECTED_EXITS = (-9, 0, 3)
 
 
 def watches(records: Path) -> str:
-    role = common.HERE / "roles" / "chaos"
+    """The one watch: the chaos role, told where to record its runs."""
+    gvk, role = chaos_state.CHAOS, common.HERE / "roles" / "chaos"
     return (
-        f"- version: {chaos_state.CHAOS.version}\n  group: {chaos_state.CHAOS.group}\n  kind: {chaos_state.CHAOS.kind}\n"
+        f"- version: {gvk.version}\n  group: {gvk.group}\n  kind: {gvk.kind}\n"
         f"  role: {role}\n  vars:\n    chaos_records: {records}\n"
     )
+
 
 # -- the benchmark -----------------------------------------------------------------
 
@@ -161,7 +163,9 @@ def _chaos(
     common.settle(records.count, quiet=3.0, timeout=60)
     baseline = sum(r.rss() for r in replicas)
 
-    churn = chaos_state.Churn(chaos.cluster, namespace=namespace, names=names, rate=args.rate).start()
+    churn = chaos_state.Churn(
+        chaos.cluster, namespace=namespace, names=names, rate=args.rate
+    ).start()
     chaos_started = time.time()
     faults: list[chaos_faults.Fault] = []
     kinds = [k for k in args.faults.split(",") if k]
@@ -169,7 +173,9 @@ def _chaos(
         while len(faults) < len(kinds) or time.time() - chaos_started < args.minutes * 60:
             kind = kinds[len(faults) % len(kinds)]
             faults.append(
-                chaos_faults.inject(chaos=chaos, kind=kind, churn=churn, observer=observer, records=records)
+                chaos_faults.inject(
+                    chaos=chaos, kind=kind, churn=churn, observer=observer, records=records
+                )
             )
             time.sleep(args.gap)  # churn alone between two faults
     finally:
@@ -332,7 +338,9 @@ def main() -> int:
     parser.add_argument("--crs", type=int, default=200, help="CRs under churn")
     parser.add_argument("--minutes", type=float, default=3.0, help="churn lasts at least this")
     parser.add_argument("--rate", type=float, default=0.5, help="spec writes per second")
-    parser.add_argument("--faults", default=",".join(chaos_faults.FAULTS), help="injected in this order")
+    parser.add_argument(
+        "--faults", default=",".join(chaos_faults.FAULTS), help="injected in this order"
+    )
     parser.add_argument("--gap", type=float, default=5.0, help="seconds of churn between faults")
     parser.add_argument(
         "--probes", type=int, default=5, help="CRs written when a fault ends (fresh work)"
@@ -356,7 +364,9 @@ def main() -> int:
         args.freeze = args.lease_duration + 4
     unknown = set(args.faults.split(",")) - set(chaos_faults.FAULTS)
     if unknown:
-        parser.error(f"unknown faults {sorted(unknown)}; choose from {', '.join(chaos_faults.FAULTS)}")
+        parser.error(
+            f"unknown faults {sorted(unknown)}; choose from {', '.join(chaos_faults.FAULTS)}"
+        )
     workdir = Path(tempfile.mkdtemp(prefix="chaos-"))
     cluster = own_cluster()
     ok = False

@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import devcluster
-from bench import chaos_replicas, chaos_runs
+from bench import chaos_replicas, chaos_runs, chaos_state
 from devcluster import binaries
 
 FAULTS = ("kill9", "apiserver", "etcd", "freeze", "handover")
-
-
 
 
 @dataclass(kw_only=True)
@@ -170,4 +168,3 @@ def inject(
         flush=True,
     )
     return fault
-

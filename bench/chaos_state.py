@@ -52,9 +52,11 @@ def crd() -> dict[str, Any]:
         },
     }
 
+
 def client_for(cluster: devcluster.Cluster) -> kube_client.Client:
     """A direct admin client (never through a relay): each thread gets its own."""
     return kube_client.Client(kube_config.from_kubeconfig(str(cluster.kubeconfig)), timeout=10)
+
 
 # -- what the cluster says ------------------------------------------------------
 
