@@ -13,8 +13,12 @@ CRD cannot touch the benchmark's objects). Two phases, each timed from the harne
 - upgrade: all of them patched to a new version at once → every one reporting the new
   version in status with its rollout complete.
 
-For each phase: wall time, Ansible runs (the runner's run-duration histogram), of which
-the role asked for with ``requeue_after`` while pods were changing, runs per CR, CPU
+For each phase: wall time, Ansible runs (the runner's run-duration histogram), those of
+them that ended asking for ``requeue_after`` while pods were changing (under watches.yaml a
+one-minute safety net, which the Deployment's readiness supersedes when pods start
+sooner: the key's pending requeue is folded into that run), runs per CR (2 in both
+phases: the run the change triggers, and the one the Deployment's readiness triggers,
+``watchDependentReadiness``), CPU
 seconds of the runner's process tree (runner, warm launchers, Ansible) per run and in
 all, and the tree's peak resident memory; then the idle RSS of the runner alone and of
 its tree. The issue's figure is ``--count 100 --size 3`` (300 pods); the default is

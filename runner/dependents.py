@@ -4,8 +4,12 @@ When the proxy sees a run create or read back a child it owns, the manager asks
 this registry to watch that child's kind. One informer per child kind (per
 watched namespace) serves every owner kind; its events pass the dependent
 predicate (changes and deletions, not creations or status-only updates) and are
-mapped to owner keys through ownerReferences or operator-sdk's
-primary-resource annotations. Blacklisted kinds are neither watched nor cached.
+mapped to owner keys through ownerReferences or operator-sdk's primary-resource
+annotations. An owner kind whose watch lists the child's kind under
+``watchDependentReadiness`` also hears when the child's readiness changes
+(``predicate.readiness_changed``: a Deployment becoming ready, or failing), so its
+role need not poll while pods start; other owner kinds keep ignoring child status.
+Blacklisted kinds are neither watched nor cached.
 A child that cannot be decoded is skipped by its informer (logged, never
 reported on: only primary objects get a Failure condition); a child whose
 references cannot be read is logged and its other owner kinds still hear.
@@ -109,9 +113,25 @@ class DependentWatches:
                 daemon=True,
             ).start()
 
+    def _hears_readiness(self, owner_gvk: GVK, group_kind: str) -> bool:
+        watch = self._watches.get(owner_gvk)
+        return watch is not None and group_kind in watch.watch_dependent_readiness
+
+    def _readiness_heard(self, group_kind: str) -> bool:
+        """Whether any owner kind's watch lists ``group_kind`` under watchDependentReadiness."""
+        return any(
+            group_kind in watch.watch_dependent_readiness for watch in self._watches.values()
+        )
+
     def _handler(self, child_gvk: GVK) -> source.Handler:
+        group_kind = child_gvk.group_kind
+
         def handle(event: predicate.Event) -> None:
-            if not predicate.dependent(event):
+            changed = predicate.dependent(event)
+            # A status-only update counts only if some watch asked for this kind's readiness.
+            if not changed and not (
+                self._readiness_heard(group_kind) and predicate.readiness_changed(event)
+            ):
                 return
             if event.type is predicate.EventType.MODIFIED and self._is_own_write(event.obj):
                 return  # the echo of a write a run just made; reconciling again would loop
@@ -121,6 +141,8 @@ class DependentWatches:
             for owner_gvk in owner_kinds:
                 enqueue = self._enqueue_for.get(owner_gvk)
                 if enqueue is None:
+                    continue
+                if not changed and not self._hears_readiness(owner_gvk, group_kind):
                     continue
                 namespaced = self._owner_namespaced.get(owner_gvk, True)
                 try:
@@ -132,7 +154,7 @@ class DependentWatches:
                     log.debug(
                         "dependent changed",
                         extra={
-                            "event": event.type.value,
+                            "event": event.type.value if changed else "READINESS",
                             "object": key,
                             "child": (event.obj.get("metadata") or {}).get("name"),
                         },

@@ -49,6 +49,7 @@ from runner.kube import client as client_mod
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
 from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key, object_key
+from runner.warm import tree as process_tree
 
 log = logging.getLogger("runner.manager")
 
@@ -62,6 +63,7 @@ def _event_filters(watch: watches.Watch) -> tuple[object, ...]:
         watch.watch_annotations_changes,
         watch.watch_dependent_resources,
         watch.watch_cluster_scoped_resources,
+        watch.watch_dependent_readiness,  # read by the dependent watches' handlers
     )
 
 
@@ -70,6 +72,14 @@ def _enqueuer(work_queue: queue_mod.WorkQueue) -> dependents.Enqueue:
         work_queue.add(key, priority=priority)
 
     return enqueue
+
+
+def _exit_with_runs(code: int) -> None:
+    """Exit at once, ending every run first: runs started cold (ansible-playbook a
+    child of ours, its workers in sessions of their own) would outlive ``os._exit``;
+    warm launchers would end theirs only once they noticed this process gone."""
+    process_tree.kill_children()
+    os._exit(code)
 
 
 class Manager:
@@ -300,7 +310,7 @@ class Manager:
     def _fenced(self, reason: str) -> None:
         # Our claims may soon count as expired elsewhere: stop before two replicas run one key.
         log.error("exiting: shard ownership lost", extra={"reason": reason})
-        os._exit(EXIT_LEADERSHIP_LOST)
+        _exit_with_runs(EXIT_LEADERSHIP_LOST)
 
     def _on_child(self, owner: ownership.Owner, resource: Resource, child: KubeObject) -> None:
         if self.dependents is not None:
@@ -430,7 +440,7 @@ class Manager:
     def _leadership_lost(self) -> None:
         # Another replica may already reconcile: stop at once rather than risk two writers.
         log.error("exiting: leadership lost")
-        os._exit(EXIT_LEADERSHIP_LOST)
+        _exit_with_runs(EXIT_LEADERSHIP_LOST)
 
     def start(self) -> bool:
         """Fill the caches, win the lease, then start the proxy and workers.

@@ -15,6 +15,17 @@ controller's ``deployment.kubernetes.io/revision``, and ``managedFields`` — do
 not trigger either: it is not drift, and reacting to it cost every new
 Deployment-owning CR a second run. A change to a child's spec, data, labels or
 other annotations still does (drift repair).
+
+A watch may also ask to hear when a child's *readiness* changes
+(``watchDependentReadiness``): whether the child is ``Current`` (its controller
+has observed its spec and reached it), ``InProgress`` or ``Failed``, as
+kstatus (sigs.k8s.io/cli-utils) computes it for Deployments, StatefulSets,
+DaemonSets and ReplicaSets, and from a ``Ready`` condition for other kinds. A
+role then need not poll while pods start, and a rollout costs two runs: the
+one that changed the child, and the one after it became ready (or failed). Raw
+status fields (``readyReplicas``...) would not do: they move several times in
+one rollout, right after the run's own write too, and each move would cost a
+run.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from runner.kube.types import KubeObject
+from runner.kube.types import GVK, KubeObject
 
 
 class EventType(Enum):
@@ -123,3 +134,75 @@ def dependent(event: Event) -> bool:
     if event.type is EventType.DELETED or event.old is None:
         return True
     return _without_status(event.obj) != _without_status(event.old)
+
+
+class Readiness(Enum):
+    """Where a child's controller stands with its spec (kstatus' vocabulary)."""
+
+    CURRENT = "Current"
+    IN_PROGRESS = "InProgress"
+    FAILED = "Failed"
+
+
+def readiness(obj: KubeObject) -> Readiness:
+    """kstatus' reading of ``obj``'s status, for the kinds it knows; else its Ready condition."""
+    meta, spec, status = _meta(obj), _section(obj, "spec"), _section(obj, "status")
+    listed = status.get("conditions")
+    conditions = {
+        str(c.get("type")): c
+        for c in (listed if isinstance(listed, list) else [])
+        if isinstance(c, dict)
+    }
+    progressing = conditions.get("Progressing") or {}
+    if progressing.get("reason") == "ProgressDeadlineExceeded":
+        return Readiness.FAILED
+    # The controller has not seen the latest spec yet (kinds without the field: no telling).
+    if "observedGeneration" in status and _count(status, "observedGeneration") < _count(
+        meta, "generation"
+    ):
+        return Readiness.IN_PROGRESS
+    kind = GVK.of(obj).group_kind
+    counts = _REPLICA_COUNTS.get(kind)
+    if counts is not None:
+        want = _count(spec, "replicas", default=1) if counts[0] == "" else _count(status, counts[0])
+        done = all(_count(status, field) == want for field in counts[1:])
+        if kind == "Deployment.apps":
+            done = done and _count(status, "replicas") == want  # no old pod left
+        if kind == "StatefulSet.apps" and status.get("updateRevision"):
+            done = done and status.get("currentRevision") == status.get("updateRevision")
+        return Readiness.CURRENT if done else Readiness.IN_PROGRESS
+    ready = conditions.get("Ready")
+    if ready is None or ready.get("status") == "True":
+        return Readiness.CURRENT
+    return Readiness.IN_PROGRESS
+
+
+#: Per kind (``Kind.group``): where the wanted count is ("" for spec.replicas, else a
+#: status field), and the status fields that must all reach it.
+_REPLICA_COUNTS: dict[str, tuple[str, ...]] = {
+    "Deployment.apps": ("", "updatedReplicas", "readyReplicas", "availableReplicas"),
+    "ReplicaSet.apps": ("", "readyReplicas", "availableReplicas"),
+    "StatefulSet.apps": ("", "readyReplicas", "updatedReplicas"),
+    "DaemonSet.apps": (
+        "desiredNumberScheduled",
+        *("currentNumberScheduled", "updatedNumberScheduled", "numberReady", "numberAvailable"),
+    ),
+}
+
+
+def readiness_changed(event: Event) -> bool:
+    """Whether an update moved the child between Current, InProgress and Failed."""
+    if event.type is not EventType.MODIFIED or event.old is None:
+        return False
+    return readiness(event.obj) is not readiness(event.old)
+
+
+def _section(obj: KubeObject, name: str) -> dict[str, object]:
+    value = obj.get(name)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _count(section: dict[str, object], field: str, *, default: int = 0) -> int:
+    """An integer field; absent (Kubernetes omits zeros) or malformed is ``default``."""
+    value = section.get(field, default)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default

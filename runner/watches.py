@@ -87,6 +87,9 @@ class Watch:
     allow_ansible_vars_from_spec: bool = False
     # Seconds one run may take before it is killed; None: use --reconcile-timeout.
     reconcile_timeout: float | None = None
+    # Child kinds (``Kind.group``, as GVK.group_kind) whose readiness changes trigger a
+    # reconcile of their owner, besides the spec changes every child's do.
+    watch_dependent_readiness: frozenset[str] = frozenset()
 
 
 _KEYS = (
@@ -96,6 +99,7 @@ _KEYS = (
     "watchAnnotationsChanges",
     "allowAnsibleVarsFromSpec",
     "reconcileTimeout",
+    "watchDependentReadiness",
 )
 #: Keys operator-sdk's Watch has but never reads from the file (``yaml:"-"``).
 _FLAG_ONLY = {
@@ -262,6 +266,10 @@ def _watch(raw: object, *, where: _Where, search: _Search) -> Watch:
         label_selector = selector.LabelSelector.parse(raw.get("selector"))
     except selector.SelectorError as e:
         raise where.error("selector" + e.field, e.problem) from e
+    blacklisted = frozenset(
+        _blacklisted(item, where=where, prefix=f"blacklist[{i}]")
+        for i, item in enumerate(blacklist)
+    )
     return Watch(
         gvk=gvk,
         role=role,
@@ -275,10 +283,7 @@ def _watch(raw: object, *, where: _Where, search: _Search) -> Watch:
         ),
         max_runner_artifacts=artifacts,
         finalizer=_finalizer(raw, where=where, search=search),
-        blacklist=frozenset(
-            _blacklisted(item, where=where, prefix=f"blacklist[{i}]")
-            for i, item in enumerate(blacklist)
-        ),
+        blacklist=blacklisted,
         selector=label_selector,
         snake_case_parameters=_flag(raw, "snakeCaseParameters", default=True, where=where),
         # Safe by default (operator-sdk defaults to false): CR strings are data, not
@@ -289,6 +294,7 @@ def _watch(raw: object, *, where: _Where, search: _Search) -> Watch:
             raw, "allowAnsibleVarsFromSpec", default=False, where=where
         ),
         reconcile_timeout=_duration(raw, "reconcileTimeout", where=where),
+        watch_dependent_readiness=_readiness_kinds(raw, blacklist=blacklisted, where=where),
     )
 
 
@@ -308,6 +314,36 @@ def _blacklisted(raw: object, *, where: _Where, prefix: str) -> kube.GVK:
         )
     _check_keys(raw, ("group", "version", "kind"), where=where, prefix=prefix + ".")
     return _gvk(raw, where=where, prefix=prefix + ".")
+
+
+def _readiness_kinds(
+    raw: Mapping[str, Any], *, blacklist: frozenset[kube.GVK], where: _Where
+) -> frozenset[str]:
+    """``watchDependentReadiness``: the child kinds, as ``Kind.group``."""
+    key = "watchDependentReadiness"
+    items = _get(raw, key, list, where=where)
+    if not items:
+        return frozenset()
+    if not _flag(raw, "watchDependentResources", default=True, where=where):
+        raise where.error(key, "needs watchDependentResources: true (children are not watched)")
+    blacklisted = {gvk.group_kind for gvk in blacklist}
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        prefix = f"{key}[{i}]"
+        if not isinstance(item, dict):
+            raise where.error(prefix, f"expected a mapping of group, kind; saw {_describe(item)}")
+        _check_keys(item, ("group", "kind"), where=where, prefix=prefix + ".")
+        group = _get(item, "group", str, where=where, prefix=prefix + ".") or ""
+        kind = _get(item, "kind", str, where=where, prefix=prefix + ".")
+        if not kind:
+            raise where.error(prefix + ".kind", "required" if kind is None else "must not be empty")
+        group_kind = kube.GVK(group=group, version="", kind=kind).group_kind
+        if group_kind in seen:
+            raise where.error(prefix, f"same group and kind as item {seen[group_kind]}")
+        if group_kind in blacklisted:
+            raise where.error(prefix, f"{group_kind} is in the blacklist: it is never watched")
+        seen[group_kind] = i
+    return frozenset(seen)
 
 
 def _target(

@@ -28,9 +28,12 @@ NAMESPACE = GVK("", "v1", "Namespace")
 POD = GVK("", "v1", "Pod")
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 
-#: Watches-file `vars` the tests run the role with: a degraded Memcached is looked at
-#: again after 5 s rather than a minute, so that tests see the deadline pass quickly.
-TEST_VARS = {"memcached_recheck_degraded": "5s"}
+#: Watches-file `vars` the tests run the role with: a degraded Memcached, and a rollout
+#: under way, are looked at again after 5 s rather than a minute, so that tests see a new
+#: pod's ImagePullBackOff before a 10 s progress deadline, and the deadline pass quickly.
+#: (The Deployment's readiness brings the role back anyway; test_runs_per_rollout.py runs
+#: with watches.yaml's one-minute safety net.)
+TEST_VARS = {"memcached_recheck_degraded": "5s", "memcached_recheck_progressing": "5s"}
 
 
 def watches(extra_vars: dict[str, Any] | None = None) -> str:

@@ -242,16 +242,18 @@ def test_memcached_lifecycle_under_manager_service_account(
         )
         _converged(kube, namespace, 1)
         # Two rollouts changed the Deployment's status a dozen times and the deployment
-        # controller wrote its revision annotation; none of that is drift. So every run
-        # was the create, the resize, the removal of the PDB the resize made the role
-        # delete, or one the role asked for with requeue_after while pods were changing.
+        # controller wrote its revision annotation; none of that is drift, and only its
+        # readiness (watchDependentReadiness) brings the role back. So every run was the
+        # create, the resize, the removal of the PDB the resize made the role delete, one
+        # per rollout when the Deployment became ready, or one the role asked for with
+        # requeue_after (its one-minute safety net, which kwok's pods never need).
         requested = sum(
             1
             for line in list(operator.lines)
             if line.get("msg") == "reconciled" and line.get("result") == "requeue_after"
         )
-        assert operator.runs() - requested <= 3, (
-            f"expected at most 3 runs besides the {requested} requeued ones, saw "
+        assert operator.runs() - requested <= 5, (
+            f"expected at most 5 runs besides the {requested} requeued ones, saw "
             f"{operator.runs()}\n{operator.triggers()}"
         )
 

@@ -11,10 +11,17 @@ they start would run 3 or 4 times per rollout.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
+import yaml
+
+import devcluster
 from runner.kube.client import Client
+from runner.kube.types import GVK
 from tests.helpers import wait_for
-from tests.memcached.conftest import Create
+from tests.memcached.conftest import ROOT, Create, watches
 from tests.memcached.pool import placement
 from tests.memcached.test_levels import conditions, patch_spec, summary, wait_rolled_out
 from tests.runner.harness import OperatorProcess
@@ -23,6 +30,27 @@ OLD = "1.6.38-ready-after-10s"
 NEW = "1.6.39-ready-after-10s"
 #: No run for this long after the rollout reported: the count is final.
 QUIET = 4.0
+
+
+@pytest.fixture(scope="module")
+def operator(
+    cluster: devcluster.Cluster,
+    memcached_crd: GVK,
+    mc_namespace: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[OperatorProcess]:
+    """The module's operator, with watches.yaml's safety net (a minute, not the tests' 5 s)."""
+    entry = next(e for e in yaml.safe_load((ROOT / "watches.yaml").read_text()))
+    safety = {"memcached_recheck_progressing": entry["vars"]["memcached_recheck_progressing"]}
+    proc = OperatorProcess(
+        workdir=tmp_path_factory.mktemp("operator"),
+        kubeconfig=Path(cluster.kubeconfig),
+        namespace=mc_namespace,
+        watches=watches(safety),
+        env={"ANSIBLE_ROLES_PATH": str(ROOT / "roles")},
+    ).start()
+    yield proc
+    proc.stop()
 
 
 def _runs(operator: OperatorProcess, name: str) -> int:
