@@ -401,7 +401,11 @@ class Reconciler:
         """Log and print a finished run as ansible-operator does, for the habits and alerts
         built on its output: ``Ansible-runner exited successfully``, or an error line whose
         message is Ansible's output and whose ``error`` is the exit status; then, on
-        standard output, the PLAY RECAP, and with ``ANSIBLE_DEBUG_LOGS`` the whole output."""
+        standard output, the PLAY RECAP, and with ``ANSIBLE_DEBUG_LOGS`` the whole output.
+
+        The error line carries the failed tasks' messages and the PLAY RECAP, not
+        Ansible's whole output as ansible-operator's does: at the default verbosity
+        that holds every task's result, which may be anything a role read."""
         try:
             output = (result.artifact_dir / "stdout").read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -410,7 +414,7 @@ class Reconciler:
             log.info("Ansible-runner exited successfully")
         else:
             error = f"exit status {result.rc}" if result.rc is not None else result.status
-            log.error(output.strip() or result.output_tail or result.status, extra={"error": error})
+            log.error(result.report(), extra={"error": error})
         about = f"{self.gvk}, {meta['name']}/{meta.get('namespace') or ''}"
         recap = logs.play_recap(output)
         if recap:

@@ -28,21 +28,15 @@ per-call ``extra`` (``runner.logs.BoundLogger`` does; Python 3.11's plain
 
 Secrets: only what ansible-runner's callback emits is read, and it has already
 replaced the result and arguments of ``no_log`` tasks with a "censored" note.
-A role that reads a Secret without ``no_log`` (``k8s_info``, a ``k8s`` result)
-gets no such note, so :meth:`Tally.handle` first redacts every Secret in the
-event *in place* — the ``data``/``stringData`` values of any mapping that is a
-Secret (``kind: Secret``, or a ``k8s_info`` result for ``kind: Secret``) — and
-cuts those values (and their decoded text) from every string of the event and
-of later events of the run, its ``stdout`` included. ansible-runner writes the
-event to ``job_events`` and its ``stdout`` to the ``stdout`` artifact after the
-handler, so both hold the redacted event. Values shorter than
-:data:`_MIN_SCRUBBED` characters are replaced only where they sit in a Secret.
+A role that reads a Secret without ``no_log`` gets no such note, so
+:meth:`Tally.handle` first redacts the event *in place* (:mod:`runner.ansible.redact`);
+ansible-runner writes the event to ``job_events`` and its ``stdout`` to the
+``stdout`` artifact after the handler, so both hold the redacted event, as do
+the logs and ``preview``.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import json
 import logging
 import re
@@ -52,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner import watches
+from runner.ansible import redact
 from runner.settings import LogEvents
 
 #: The ``requeue_after`` module under the names a task may use for it.
@@ -82,11 +77,6 @@ __all__ = ["FailedTask", "LogEvents", "Logger", "Tally", "clip"]
 
 
 _DEFAULT_VERBOSITY = 2
-#: What stands in for a Secret's value in events, logs and artifacts.
-REDACTED = "<redacted>"
-#: Shorter Secret values are not cut from free text: "1" or "true" would mangle it.
-_MIN_SCRUBBED = 4
-_SECRET_FIELDS = ("data", "stringData")
 
 
 @dataclass(frozen=True)
@@ -179,15 +169,13 @@ class Tally:
         and every Secret value seen so far in this run wherever it appears as text."""
         data = event.get("event_data")
         if isinstance(data, dict):
-            _redact_secrets(data, found=self._secret_values, secret=_lists_secrets(data))
+            redact.secrets(data, found=self._secret_values)
         if self._secret_values:
-            needles = sorted(self._secret_values, key=len, reverse=True)
-            for key, value in event.items():
-                event[key] = _scrub(value, needles)
+            redact.scrub(event, self._secret_values)
 
     def scrub(self, text: str) -> str:
         """``text`` without the Secret values this run has shown so far."""
-        return str(_scrub(text, sorted(self._secret_values, key=len, reverse=True)))
+        return str(redact.scrub(text, self._secret_values))
 
     def _fold(self, event: Mapping[str, Any]) -> None:
         name = event.get("event")
@@ -271,83 +259,6 @@ class Tally:
         elif name == "runner_on_unreachable":
             error = _failure_message(data.get("res"))
             self._log.error("host unreachable", extra={**fields, "error": error})
-
-
-def _lists_secrets(data: Mapping[str, Any]) -> bool:
-    """Whether the event is a ``k8s_info`` (or similar) task for ``kind: Secret``: its
-    result lists Secrets whose items name no kind."""
-    res = data.get("res")
-    invocation = res.get("invocation") if isinstance(res, Mapping) else None
-    args = invocation.get("module_args") if isinstance(invocation, Mapping) else None
-    for source in (args, data.get("task_args")):
-        if isinstance(source, Mapping) and str(source.get("kind", "")).lower() == "secret":
-            return True
-    return False
-
-
-def _is_secret(value: Mapping[str, Any]) -> bool:
-    if value.get("kind") == "Secret":
-        return True
-    # An item of a Secret list: metadata and a type, and data where a Secret keeps it.
-    return (
-        "kind" not in value
-        and isinstance(value.get("metadata"), Mapping)
-        and isinstance(value.get("type"), str)
-        and any(isinstance(value.get(f), Mapping) for f in _SECRET_FIELDS)
-    )
-
-
-def _redact_secrets(value: Any, *, found: set[str], secret: bool) -> None:
-    """Walk ``value``; in each Secret (and, with ``secret``, each item of a listing
-    under ``resources``) replace the data's values, collecting them into ``found``."""
-    if isinstance(value, list):
-        for item in value:
-            _redact_secrets(item, found=found, secret=secret)
-        return
-    if not isinstance(value, dict):
-        return
-    if _is_secret(value) or (secret and "metadata" in value):
-        for name in _SECRET_FIELDS:
-            fields = value.get(name)
-            if isinstance(fields, dict):
-                for key, item in fields.items():
-                    _remember(item, encoded=name == "data", found=found)
-                    fields[key] = REDACTED
-    for item in value.values():
-        _redact_secrets(item, found=found, secret=secret)
-
-
-def _remember(value: Any, *, encoded: bool, found: set[str]) -> None:
-    if not isinstance(value, str) or value == REDACTED:
-        return
-    texts = [value]
-    if encoded:
-        with contextlib.suppress(ValueError, UnicodeDecodeError):
-            texts.append(base64.b64decode(value, validate=True).decode("utf-8"))
-    for text in texts:
-        if len(text) >= _MIN_SCRUBBED:
-            found.add(text)
-            escaped = json.dumps(text)[1:-1]  # as it shows in JSON output
-            if escaped != text:
-                found.add(escaped)
-
-
-def _scrub(value: Any, needles: list[str]) -> Any:
-    """``value`` with each needle in its strings (and keys) replaced by :data:`REDACTED`."""
-    if isinstance(value, str):
-        for needle in needles:
-            if needle in value:
-                value = value.replace(needle, REDACTED)
-        return value
-    if isinstance(value, list):
-        value[:] = [_scrub(item, needles) for item in value]
-        return value
-    if isinstance(value, dict):
-        for key in list(value):
-            item = _scrub(value.pop(key), needles)
-            value[_scrub(key, needles) if isinstance(key, str) else key] = item
-        return value
-    return value
 
 
 def _warnings(res: Any) -> list[tuple[str, str]]:

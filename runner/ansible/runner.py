@@ -47,7 +47,7 @@ import ansible_runner
 from ansible_runner.utils import OutputEventFilter
 
 from runner import errors, warm
-from runner.ansible import events
+from runner.ansible import events, privatedir
 from runner.ansible.events import FailedTask, LogEvents, Logger
 from runner.warm import tree
 
@@ -62,14 +62,10 @@ LIB_ENV = "PLAYBOOK_OPERATOR_LIB"
 _LIB_DIR = Path(__file__).resolve().parent.parent.parent
 #: In a run's artifact dir: how ansible-playbook was started (warm, cold, lost: why).
 LAUNCHER_STATUS = "launcher"
-#: In the ``command`` artifact, in place of each environment variable's value.
-WITHHELD = "<withheld>"
 #: ``RunResult.status`` of a run killed at ``RunSpec.timeout`` (ansible-runner's word).
 TIMEOUT = "timeout"
 #: Each CR's Ansible local temp dir, in its private data dir (ANSIBLE_LOCAL_TEMP).
-LOCAL_TEMP = "tmp"
-#: What a private data dir keeps between runs; all else is removed before each run.
-_KEPT = frozenset({"artifacts", LOCAL_TEMP})
+LOCAL_TEMP = privatedir.LOCAL_TEMP
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,16 +200,17 @@ class AnsibleRunner:
             timeout=spec.timeout,
             launchers=launchers,
         )
-        if launchers is not None and status != TIMEOUT:
+        if launchers is not None:
             how, why = launchers.outcome(artifact_dir / LAUNCHER_STATUS)
-            if how == warm.LOST:
+            if how == warm.LOST and status != TIMEOUT:
                 # The launcher died mid-run, taking the run with it: run it again, cold.
+                # (Not a run killed at its timeout: that one is over.)
                 log.warning(
                     "warm launcher lost the run; running it again cold", extra={"reason": why}
                 )
                 return self._run(replace(spec, ident=f"{spec.ident}-cold"), log=log, launchers=None)
-        _rotate(artifact_dir.parent, keep=spec.rotate_artifacts, log=log)
-        _link_latest(artifact_dir)
+        privatedir.rotate(artifact_dir.parent, keep=spec.rotate_artifacts, log=log)
+        privatedir.link_latest(artifact_dir)
 
         failed_tasks = tally.failed_tasks()
         if status == TIMEOUT:
@@ -244,10 +241,12 @@ class AnsibleRunner:
     def _config(self, spec: RunSpec, *, launchers: warm.Launchers | None) -> Any:
         pdd = spec.private_data_dir.resolve()
         pdd.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _clear_inputs(pdd)
+        privatedir.clear_inputs(pdd)
         for sub in ("env", "inventory", "project"):
             (pdd / sub).mkdir(mode=0o700)
-        _write_private(pdd / "env" / "extravars", json.dumps(dict(spec.extravars), default=_json))
+        privatedir.write_private(
+            pdd / "env" / "extravars", json.dumps(dict(spec.extravars), default=_json)
+        )
         env = self._environment(spec)
         if env.get("ANSIBLE_LOCAL_TEMP") == str(pdd / LOCAL_TEMP):
             # What the previous run of this CR left (one killed by its timeout never
@@ -287,7 +286,7 @@ class AnsibleRunner:
                 else self._python
             )
             line = f"localhost ansible_connection=local ansible_python_interpreter={python}"
-            _write_private(inventory, line + "\n")
+            privatedir.write_private(inventory, line + "\n")
         if spec.playbook is not None:
             playbook = spec.playbook.resolve()
         else:
@@ -296,13 +295,15 @@ class AnsibleRunner:
                 play["gather_facts"] = False
             play["roles"] = [{"role": spec.role}]
             playbook = pdd / "project" / "role.json"
-            _write_private(playbook, json.dumps([play]))
+            privatedir.write_private(playbook, json.dumps([play]))
 
         cmdline = strip_quotes(spec.cmdline.strip())
         try:
             shlex.split(cmdline)  # a bad quote is a launch error, not a crash in ansible-runner
         except ValueError as exc:
-            raise errors.AnsibleLaunchError(f"--ansible-args {spec.cmdline!r}: {exc}") from exc
+            # The value is not repeated: it may hold a secret (-e password=...), and this
+            # message reaches the CR's status and Events.
+            raise errors.AnsibleLaunchError(f"--ansible-args cannot be split: {exc}") from exc
         if not os.access(self._ansible_playbook, os.X_OK) or os.path.isdir(self._ansible_playbook):
             # ansible-runner would report a missing program as a failed run (rc 254).
             raise errors.AnsibleLaunchError(
@@ -393,12 +394,12 @@ class AnsibleRunner:
             if status.get("status") == "running":
                 # ansible-runner has just written the `command` artifact, and the child is
                 # not started yet: keep the command, not the environment's values.
-                _withhold_environment(artifact_dir / "command")
+                privatedir.withhold_environment(artifact_dir / "command")
 
         runner = ansible_runner.Runner(config, event_handler=handle, status_handler=started)
         try:
             # Closed by the reader: OutputEventFilter.close() closes its handle.
-            stdout_file = _Scrubbed(artifact_dir / "stdout", tally)
+            stdout_file = privatedir.Stdout(artifact_dir / "stdout", tally)
         except OSError as exc:
             raise errors.AnsibleLaunchError(f"cannot write the run's artifacts: {exc}") from exc
         sink = OutputEventFilter(stdout_file, runner.event_callback, True)
@@ -451,45 +452,8 @@ class AnsibleRunner:
         if expired.is_set():
             status = TIMEOUT
             with contextlib.suppress(OSError):
-                _write_private(artifact_dir / "status", TIMEOUT)
+                privatedir.write_private(artifact_dir / "status", TIMEOUT)
         return status, rc
-
-
-class _Scrubbed:
-    """The ``stdout`` artifact, minus the Secret values the run showed: lines outside
-    events (Ansible's verbose output) reach it unredacted otherwise."""
-
-    def __init__(self, path: Path, tally: events.Tally) -> None:
-        path.unlink(missing_ok=True)
-        fd = os.open(
-            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
-        self._handle = os.fdopen(fd, "w", encoding="utf-8", errors="replace")
-        self._tally = tally
-
-    def write(self, text: str) -> None:
-        self._handle.write(self._tally.scrub(text))
-
-    def flush(self) -> None:
-        self._handle.flush()
-
-    def close(self) -> None:
-        self._handle.close()
-
-
-def _withhold_environment(path: Path) -> None:
-    """Rewrite ansible-runner's ``command`` artifact with the environment's names only:
-    the operator's environment may hold credentials, and artifacts outlive the run."""
-    try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        recorded = {}
-    env = recorded.get("env") if isinstance(recorded, dict) else None
-    if isinstance(env, dict):
-        recorded["env"] = dict.fromkeys(sorted(env), WITHHELD)
-    staging = path.with_name(f".{path.name}.tmp")
-    _write_private(staging, json.dumps(recorded, ensure_ascii=False))
-    os.replace(staging, path)
 
 
 def _pump(fd: int, sink: Any, stop: threading.Event) -> None:
@@ -532,26 +496,6 @@ def _no_stats_message(output: str) -> str:
     return "Ansible ended without a result (no playbook_on_stats event)"
 
 
-def _rotate(artifacts: Path, *, keep: int, log: Logger) -> None:
-    """Keep the newest ``keep`` artifact dirs (0: all), as ``--rotate-artifacts`` does."""
-    if keep <= 0:
-        return
-    runs = [p for p in artifacts.iterdir() if p.is_dir() and not p.is_symlink()]
-    runs.sort(key=lambda p: p.stat().st_mtime)
-    for old in runs[: max(0, len(runs) - keep)]:
-        shutil.rmtree(old, ignore_errors=True)
-        log.debug("artifacts rotated", extra={"removed": old.name})
-
-
-def _link_latest(artifact_dir: Path) -> None:
-    """``artifacts/latest`` → this run, replaced atomically."""
-    link = artifact_dir.parent / "latest"
-    tmp = artifact_dir.parent / f".latest-{artifact_dir.name}"
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(artifact_dir.name)
-    os.replace(tmp, link)
-
-
 def _json(value: Any) -> Any:
     """JSON for what YAML watch vars may hold besides JSON types."""
     if isinstance(value, Mapping):
@@ -561,29 +505,6 @@ def _json(value: Any) -> Any:
     if isinstance(value, date):
         return value.isoformat()
     return str(value)
-
-
-def _clear_inputs(pdd: Path) -> None:
-    """Leave in ``pdd`` only what the runtime keeps between runs (the artifacts, the
-    local temp dir, both real directories): anything else would be read by
-    ansible-runner as an input (``args``, ``env/*``, ``project/ansible.cfg``,
-    ``inventory/*``), and the runtime writes its own inputs afresh for each run."""
-    for entry in os.scandir(pdd):
-        if entry.name in _KEPT and entry.is_dir(follow_symlinks=False):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)  # never follows a link inside
-        else:
-            os.unlink(entry.path)
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write a new file only this uid reads; whatever was at ``path`` (a planted link
-    too) is replaced, never written through."""
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
 
 
 def _split(value: str | None) -> list[str]:

@@ -52,3 +52,15 @@ def test_a_run_that_cannot_be_prepared_is_a_launch_error(
     (tmp_path / "file").write_text("")
     with pytest.raises(errors.AnsibleLaunchError, match=expected):
         runner.run(spec(tmp_path / where, cmdline=cmdline), log=captured[0])
+
+
+def test_a_launch_error_does_not_repeat_the_ansible_args(
+    *,
+    runner: ansible_runner.AnsibleRunner,
+    captured: tuple[logging.Logger, Captured],
+    tmp_path: Path,
+) -> None:
+    # The message reaches the CR's status and Events; --ansible-args may carry a secret.
+    with pytest.raises(errors.AnsibleLaunchError) as raised:
+        runner.run(spec(tmp_path / "pdd", cmdline="-e password=hunter2 'x"), log=captured[0])
+    assert "hunter2" not in str(raised.value), f"the flag's value is in: {raised.value}"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from runner.ansible import events
+from runner.ansible import events, redact
 from tests.ansible.conftest import Captured
 
 VALUE = "correct-horse-battery"
@@ -78,7 +78,7 @@ def test_secret_data_is_redacted_in_the_event_and_everything_logged(
         tally.handle(later)
         kept = json.dumps([copy, later])
         assert ENCODED not in kept and VALUE not in kept, kept
-        assert events.REDACTED in json.dumps(copy["event_data"]), copy["event_data"]
+        assert redact.REDACTED in json.dumps(copy["event_data"]), copy["event_data"]
         assert "creds" in kept, "the Secret is still shown, without its data"
     everything = handler.everything()
     assert ENCODED not in everything and VALUE not in everything, everything

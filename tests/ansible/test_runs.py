@@ -162,9 +162,10 @@ def test_timeout_stops_the_run(run_playbook: RunPlaybook) -> None:
     result = run_playbook("slow", timeout=2)
     assert result.status == "timeout"
     assert result.stats_missing
-    assert [t.message for t in result.failed_tasks] == [
-        "the Ansible run timed out after 2s in task 'Sleep'"
-    ]
+    # "... in task 'Sleep'" unless a loaded machine had not reached it in 2 s: the task
+    # named is tests/ansible/test_timeout.py's concern.
+    (failed,) = result.failed_tasks
+    assert failed.message.startswith("the Ansible run timed out after 2s"), failed
     assert result.duration < 20
 
 

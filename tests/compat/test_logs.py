@@ -1,8 +1,9 @@
 """The log lines and printed blocks ansible-operator users grep and alert on.
 
 After each run: ``Ansible-runner exited successfully``, or an error line whose
-``error`` is ansible-runner's exit status and whose message is Ansible's output
-(operator-sdk's internal/ansible/runner); then on standard output the PLAY RECAP
+``error`` is ansible-runner's exit status (operator-sdk's internal/ansible/runner)
+and whose message holds the failed tasks' messages and the PLAY RECAP (not Ansible's
+whole output, which may hold what a role read); then on standard output the PLAY RECAP
 block, and with ``ANSIBLE_DEBUG_LOGS`` the whole output (controller/reconcile.go).
 Errors the API server answers while a just-created kind gets ready are retried
 quietly.
@@ -79,7 +80,7 @@ def test_ansible_debug_logs_print_each_runs_whole_output(
         assert expected in output, f"expected {expected!r} in the printed output:\n{output}"
 
 
-def test_a_failed_run_logs_the_exit_status_and_ansibles_output(
+def test_a_failed_run_logs_the_exit_status_failed_tasks_and_recap(
     kube: client.Client, namespace: str, operators: Start
 ) -> None:
     operator = operators(probe_watches())
@@ -97,7 +98,7 @@ def test_a_failed_run_logs_the_exit_status_and_ansibles_output(
     lines = operator.eventually(failure_lines, describe="an error line with 'exit status 2'")
     text = str(lines[0]["msg"])
     assert "asked to fail with boom" in text and "PLAY RECAP" in text, (
-        f"expected Ansible's output as the message, saw:\n{text}"
+        f"expected the failed task's message and the PLAY RECAP, saw:\n{text}"
     )
     assert not logged_lines(operator, SUCCESS), "a failed run is not 'exited successfully'"
 
