@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import os
+import select
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,9 @@ import yaml
 _CHUNK = 65536
 _MAX_CONNECTIONS = 256  # a bounded listener: beyond this, new connections are reset
 _CONNECT_TIMEOUT = 5.0
+_STOP_TIMEOUT = 10.0
+_READY_TIMEOUT = 30.0
+_PR_SET_PDEATHSIG = 1
 
 
 class Relay:
@@ -61,22 +67,42 @@ class Relay:
         self._start()
 
     def _start(self) -> None:
+        """Start a relay process on the listener; return once it is up (it dies with
+        this process from then on, even if frozen at once)."""
         fd = self._listener.fileno()
-        self._process = subprocess.Popen(
-            [
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--listen-fd",
-                str(fd),
-                "--target-host",
-                self.target_host,
-                "--target-port",
-                str(self.target_port),
-            ],
-            pass_fds=(fd,),
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # a Ctrl-C in the test's terminal is for pytest, not us
-        )
+        ready_r, ready_w = os.pipe()
+        try:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--listen-fd",
+                    str(fd),
+                    "--target-host",
+                    self.target_host,
+                    "--target-port",
+                    str(self.target_port),
+                    "--parent",
+                    str(os.getpid()),
+                    "--ready-fd",
+                    str(ready_w),
+                ],
+                pass_fds=(fd, ready_w),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C in the test's terminal is for pytest
+            )
+            os.close(ready_w)
+            ready_w = -1
+            readable, _, _ = select.select([ready_r], [], [], _READY_TIMEOUT)
+            if not readable or os.read(ready_r, 1) != b"r":
+                self._process.kill()
+                self._process.wait(timeout=10)
+                raise RuntimeError(f"the relay did not start within {_READY_TIMEOUT:g}s")
+        finally:
+            os.close(ready_r)
+            if ready_w >= 0:
+                os.close(ready_w)
 
     @property
     def pid(self) -> int:
@@ -88,9 +114,29 @@ class Relay:
         return self._frozen
 
     def freeze(self) -> None:
-        """SIGSTOP the relay: connections stay open, bytes stop (both ways)."""
+        """SIGSTOP the relay: connections stay open, bytes stop (both ways).
+
+        Returns once every thread of the relay has stopped: a stop reaches the
+        threads one by one, and on a busy machine one could still pass bytes."""
         os.kill(self.pid, signal.SIGSTOP)
         self._frozen = True
+        deadline = time.monotonic() + _STOP_TIMEOUT
+        while not self._stopped():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"relay {self.pid} not stopped {_STOP_TIMEOUT:g}s after SIGSTOP")
+            time.sleep(0.005)  # the kernel gives no event to wait on for another's stop
+
+    def _stopped(self) -> bool:
+        """Whether every thread of the relay process is stopped (state T in /proc)."""
+        try:
+            tasks = os.listdir(f"/proc/{self.pid}/task")
+            states = []
+            for task in tasks:
+                with open(f"/proc/{self.pid}/task/{task}/stat", encoding="ascii") as handle:
+                    states.append(handle.read().rsplit(")", 1)[1].split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        return all(state in ("T", "t") for state in states)
 
     def thaw(self) -> None:
         """SIGCONT the relay: bytes flow again on the connections it kept."""
@@ -195,15 +241,23 @@ def _relay(client: socket.socket, *, target: tuple[str, int], slots: threading.S
         slots.release()
 
 
-def _orphan_watch(parent: int) -> None:
-    """End the relay once the test process that started it is gone."""
-    while os.getppid() == parent:
-        threading.Event().wait(1.0)
-    os._exit(0)
+def _die_with(parent: int) -> None:
+    """End the relay with the process that started it, even while frozen: the kernel
+    sends SIGKILL (which a stopped process takes) when the parent thread that started
+    it exits (PR_SET_PDEATHSIG; so make a Relay on a thread that outlives it). A
+    thread also watches, where prctl is not to be had, and for a parent gone before."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _serve(*, listen_fd: int, target: tuple[str, int]) -> None:
-    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
     listener = socket.socket(fileno=listen_fd)
     slots = threading.Semaphore(_MAX_CONNECTIONS)
     while True:
@@ -223,8 +277,13 @@ def main() -> None:
     parser.add_argument("--listen-fd", type=int, required=True)
     parser.add_argument("--target-host", required=True)
     parser.add_argument("--target-port", type=int, required=True)
+    parser.add_argument("--parent", type=int, required=True)
+    parser.add_argument("--ready-fd", type=int, required=True)
     args = parser.parse_args()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(args.parent)
+    os.write(args.ready_fd, b"r")
+    os.close(args.ready_fd)
     _serve(listen_fd=args.listen_fd, target=(args.target_host, args.target_port))
 
 

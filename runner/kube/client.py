@@ -28,6 +28,7 @@ MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 Query = dict[str, str | int | bool]
+CONNECT_TIMEOUT = 5.0  # seconds
 
 
 def _ssl_context(config: ClientConfig) -> ssl.SSLContext:
@@ -38,6 +39,11 @@ def _ssl_context(config: ClientConfig) -> ssl.SSLContext:
     if config.cert_file and config.key_file:
         ctx.load_cert_chain(config.cert_file, config.key_file)
     return ctx
+
+
+def _bounded(read: float) -> urllib3.Timeout:
+    """Connect within 5 s, or within ``read`` if that is shorter; each read within ``read``."""
+    return urllib3.Timeout(connect=min(CONNECT_TIMEOUT, read), read=read)
 
 
 class Client:
@@ -102,7 +108,8 @@ class Client:
                 self._url(path, query),
                 body=payload,
                 headers=self._headers(content_type),
-                timeout=urllib3.Timeout(connect=5.0, read=timeout or self._timeout),
+                # A caller's bound (a Lease request's time left) caps the connect too.
+                timeout=_bounded(self._timeout if timeout is None else timeout),
             )
         except urllib3.exceptions.HTTPError as exc:
             raise errors.TransportError(f"{method} {path}: {exc}") from exc
@@ -190,7 +197,7 @@ class Client:
                 self._url(path, {**query, "watch": True}),
                 headers=self._headers(None),
                 preload_content=False,
-                timeout=urllib3.Timeout(connect=5.0, read=read_timeout),
+                timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=read_timeout),
             )
         except urllib3.exceptions.HTTPError as exc:
             raise errors.TransportError(f"WATCH {path}: {exc}") from exc
@@ -248,7 +255,7 @@ class Client:
                 headers=merged,
                 preload_content=False,
                 redirect=False,
-                timeout=urllib3.Timeout(connect=5.0, read=read_timeout),
+                timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=read_timeout),
             )
         except urllib3.exceptions.HTTPError as exc:
             raise errors.TransportError(f"{method} {path_and_query}: {exc}") from exc
