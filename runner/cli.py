@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import runner
-from runner import errors, logs, watches
-from runner import settings as settings_mod
-from runner.scaffold import commands as scaffold_commands
+from runner.base import errors, logs
+from runner.config import options, watches
+from runner.tools.scaffold import commands as scaffold_commands
 
 log = logging.getLogger("runner.cli")
 
@@ -35,13 +35,13 @@ def _bool(text: str) -> bool:
 
 
 def _warm_from(environ: Mapping[str, str]) -> bool:
-    value = environ.get(settings_mod.WARM_ENV, "")
+    value = environ.get(options.WARM_ENV, "")
     if not value:
         return True
     try:
         return _bool(value)
     except argparse.ArgumentTypeError as exc:
-        raise errors.ConfigError(f"${settings_mod.WARM_ENV}: {exc}") from exc
+        raise errors.ConfigError(f"${options.WARM_ENV}: {exc}") from exc
 
 
 def _sharded_from(environ: Mapping[str, str]) -> bool:
@@ -61,8 +61,8 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def _log_events(text: str) -> settings_mod.LogEvents:
-    for choice in settings_mod.LogEvents:
+def _log_events(text: str) -> options.LogEvents:
+    for choice in options.LogEvents:
         if choice.value.lower() == text.lower():  # ansible-operator ignores case
             return choice
     raise argparse.ArgumentTypeError(f"expected Tasks, Everything or Nothing, got {text!r}")
@@ -78,11 +78,11 @@ def _zap(parse: Callable[[str], int]) -> Callable[[str], int]:
     return convert
 
 
-def _time_encoding(text: str) -> settings_mod.TimeEncoding:
+def _time_encoding(text: str) -> logs.TimeEncoding:
     try:
-        return settings_mod.TimeEncoding(text.lower())
+        return logs.TimeEncoding(text.lower())
     except ValueError:
-        names = ", ".join(e.value for e in settings_mod.TimeEncoding)
+        names = ", ".join(e.value for e in logs.TimeEncoding)
         raise argparse.ArgumentTypeError(f"expected one of {names}, got {text!r}") from None
 
 
@@ -100,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
         "run", help="run the operator (watch, reconcile with Ansible)", allow_abbrev=False
     )
     scaffold_commands.add_commands(commands, boolean=_bool)  # init, create api
-    defaults = settings_mod.Settings(watches_file=Path("watches.yaml"))
+    defaults = options.Settings(watches_file=Path("watches.yaml"))
     b = {"type": _bool, "nargs": "?", "const": True, "metavar": "BOOL"}
     _flag(run, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
     _flag(
@@ -152,7 +152,7 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--ansible-log-events",
         type=_log_events,
-        default=settings_mod.LogEvents.TASKS,
+        default=options.LogEvents.TASKS,
         metavar="{Tasks,Everything,Nothing}",
     )
     _flag(
@@ -161,7 +161,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help=(
             "start ansible-playbook and Ansible modules by fork from pre-imported launchers "
-            f"(default true; ${settings_mod.WARM_ENV}=false turns it off)"
+            f"(default true; ${options.WARM_ENV}=false turns it off)"
         ),
         **b,
     )
@@ -354,7 +354,7 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--zap-time-encoding",
         type=_time_encoding,
-        default=settings_mod.TimeEncoding.ISO8601,
+        default=logs.TimeEncoding.ISO8601,
         metavar="ENCODING",
         help="epoch, millis, nano, iso8601, rfc3339 or rfc3339nano (default iso8601)",
     )
@@ -442,11 +442,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def log_options(
     args: argparse.Namespace,
-) -> tuple[settings_mod.LogFormat, int, settings_mod.TimeEncoding, int | None]:
+) -> tuple[logs.LogFormat, int, logs.TimeEncoding, int | None]:
     """Encoding, level, time encoding and stack-trace level; ``--zap-devel`` only changes
     the defaults of the others, as in controller-runtime."""
     devel = bool(args.zap_devel)
-    fmt = settings_mod.LogFormat(args.log_format or ("console" if devel else "json"))
+    fmt = logs.LogFormat(args.log_format or ("console" if devel else "json"))
     level = (
         args.log_level if args.log_level is not None else logging.DEBUG if devel else logging.INFO
     )
@@ -456,13 +456,13 @@ def log_options(
     return fmt, level, args.zap_time_encoding, stack
 
 
-def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> settings_mod.Settings:
+def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> options.Settings:
     given: frozenset[str] = getattr(args, "given", frozenset())
     for names in _EXCLUSIVE:
         if set(names) <= given:
             raise errors.ConfigError(f"only one of {' and '.join(names)} may be set")
     if args.config:
-        for dest, value in settings_mod.manager_config(Path(args.config), log=log).items():
+        for dest, value in options.manager_config(Path(args.config), log=log).items():
             flags = _FLAGS_OF.get(dest, ())
             if not given & set(flags):  # a flag on the command line wins over the file
                 setattr(args, dest, value)
@@ -481,7 +481,7 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
     for source in (s.strip() for s in inventory.split(",")):
         if source and not Path(source).exists():
             raise errors.ConfigError(f"$ANSIBLE_INVENTORY: no such file or directory: {source}")
-    debug_logs = settings_mod.parse_bool(environ.get("ANSIBLE_DEBUG_LOGS", "false"))
+    debug_logs = options.parse_bool(environ.get("ANSIBLE_DEBUG_LOGS", "false"))
     if debug_logs is None:
         log.info(
             "Could not parse environment variable as an boolean; using default value",
@@ -508,11 +508,11 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         collections_path=collections_path,
         base_dir=Path.cwd(),  # operator-sdk resolves roles and playbooks against the CWD
     )
-    return settings_mod.Settings(
+    return options.Settings(
         watches_file=watches_file,
         watches=tuple(loaded),
         kubeconfig=args.kubeconfig,
-        watch_namespaces=settings_mod.parse_namespaces(
+        watch_namespaces=options.parse_namespaces(
             environ.get("WATCH_NAMESPACE", getattr(args, "cache_namespace", ""))
         ),
         reconcile_period=args.reconcile_period,
@@ -539,7 +539,7 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> sett
         leader_election_namespace=args.leader_election_namespace,
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
-        retry_period=getattr(args, "retry_period", settings_mod.Settings.retry_period),
+        retry_period=getattr(args, "retry_period", options.Settings.retry_period),
         sharded=sharded,
         replica_id=args.replica_id,
         shard_group=args.shard_group,
@@ -561,7 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "scaffold", None):
         return scaffold_commands.run(args)
     if args.command == "preview":
-        from runner import preview  # noqa: PLC0415 - late, as the manager below
+        from runner.tools import preview  # noqa: PLC0415 - late, as the manager below
 
         return preview.main(args, environ=dict(os.environ))
     if args.command != "run":
@@ -576,10 +576,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Stop before anything is watched; the message names file, entry and field.
         print(f"playbook-operator: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    from runner import devloop, manager  # noqa: PLC0415 - late: --version and config errors stay fast
+    # Late: --version and config errors stay fast.
+    from runner.operations import manager  # noqa: PLC0415
+    from runner.tools import devloop  # noqa: PLC0415
 
     try:
-        with settings_mod.claim_runner_dir(settings.runner_dir) as runner_dir:
+        with options.claim_runner_dir(settings.runner_dir) as runner_dir:
             if runner_dir != settings.runner_dir:
                 log.warning(
                     "runner directory in use by another runner process; using a directory "

@@ -15,7 +15,7 @@ order, on one thread; after the run the runner turns the tally into a
   (except ``debug``/``set_fact``), debug output and failures; ``Everything`` one
   line per event; ``Nothing`` nothing.
 - a task's warnings and deprecations are logged as ``ansible warning`` /
-  ``ansible deprecation warning`` lines, which :mod:`runner.logs` writes once per
+  ``ansible deprecation warning`` lines, which :mod:`runner.base.logs` writes once per
   process per message (every run repeats them), and are cut from its output line.
 
 A failure that a ``rescue`` later catches is still logged when it happens:
@@ -23,7 +23,7 @@ rescue is only known at the end.
 
 Log lines carry plain snake_case ``extra`` fields (``task``, ``role``,
 ``error``...); callers bind the CR's identity with an adapter that merges
-per-call ``extra`` (``runner.logs.BoundLogger`` does; Python 3.11's plain
+per-call ``extra`` (``runner.base.logs.BoundLogger`` does; Python 3.11's plain
 ``LoggerAdapter`` replaces it).
 
 Secrets: only what ansible-runner's callback emits is read, and it has already
@@ -45,9 +45,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runner import watches
 from runner.ansible import redact
-from runner.settings import LogEvents
+from runner.config import watches
+from runner.config.options import LogEvents
 
 #: The ``requeue_after`` module under the names a task may use for it.
 REQUEUE_ACTIONS = frozenset(
@@ -63,7 +63,7 @@ DEFAULT_FAILURE = "unknown playbook failure"
 CENSORED = "the output has been hidden due to the fact that 'no_log: true' was specified"
 _MESSAGE_LIMIT = 2000
 _TAIL_LINES = 40
-#: The ``extra`` field that makes runner.logs write a line once per process per value.
+#: The ``extra`` field that makes runner.base.logs write a line once per process per value.
 ONCE = "_once"
 _WARNING_PREFIXES = ("[WARNING]:", "[DEPRECATION WARNING]:")
 # What a task's output goes on with after its warnings: the result line, and so on.

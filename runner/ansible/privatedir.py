@@ -1,7 +1,7 @@
 """The CR's private data dir: what a run may find there, and what it leaves.
 
 Part of the Ansible stage (watch → queue → reconcile → **ansible** → status), used
-by :mod:`runner.ansible.runner` only. ansible-runner reads its inputs from the
+by :mod:`runner.ansible.launch` only. ansible-runner reads its inputs from the
 private data dir (``args``, ``env/*``, ``project/ansible.cfg``, ``inventory/``),
 so before each run everything but the runtime's own directories is removed and
 the runtime writes its inputs afresh, never through a symbolic link

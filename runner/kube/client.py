@@ -41,6 +41,11 @@ def _ssl_context(config: ClientConfig) -> ssl.SSLContext:
     return ctx
 
 
+#: What a streamed response (``stream()``'s) raises when its transport fails: urllib3's base
+#: error, named here so that code relaying a stream needs no urllib3 of its own.
+TransportError = urllib3.exceptions.HTTPError
+
+
 def _bounded(read: float) -> urllib3.Timeout:
     """Connect within 5 s, or within ``read`` if that is shorter; each read within ``read``."""
     return urllib3.Timeout(connect=min(CONNECT_TIMEOUT, read), read=read)

@@ -7,7 +7,7 @@ a base64 user name, and requests without a live token are refused — so no othe
 local process can borrow the operator's credentials through the proxy.
 
 For a request from a run the proxy knows the owning custom resource and marks
-what the run creates — never what it did not create (see :mod:`runner.ownership`):
+what the run creates — never what it did not create (see :mod:`runner.proxy.ownership`):
 
 - a create (POST) gets an ownerReference to the owner — or, when the child lives
   in another namespace or is cluster-scoped under a namespaced owner,

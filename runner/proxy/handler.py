@@ -26,14 +26,11 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
-import urllib3
-
-from runner import ownership
 from runner.kube import errors as kube_errors
 from runner.kube import paths, tunnel
-from runner.kube.client import APPLY_PATCH, JSON
+from runner.kube.client import APPLY_PATCH, JSON, TransportError
 from runner.kube.types import GVK, Resource
-from runner.proxy import listener
+from runner.proxy import listener, ownership
 
 if TYPE_CHECKING:
     from runner.proxy.server import OwnerProxy, Session
@@ -443,7 +440,7 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                         self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
-            except (OSError, urllib3.exceptions.HTTPError):
+            except (OSError, TransportError):
                 self.close_connection = True  # either side went away, or the run ended
             finally:
                 proxy.drop_stream(session, close)

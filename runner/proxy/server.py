@@ -32,12 +32,12 @@ from urllib.parse import SplitResult, parse_qs
 
 import yaml
 
-from runner import errors, ownership
+from runner.base import errors
 from runner.kube import errors as kube_errors
 from runner.kube import paths
 from runner.kube.client import MERGE_PATCH, Client
 from runner.kube.types import GVK, KubeObject, Resource
-from runner.proxy import handler, listener
+from runner.proxy import handler, listener, ownership
 
 log = logging.getLogger("runner.proxy")
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import pytest
 
 from runner import warm
-from runner.ansible import runner as ansible_runner
+from runner.ansible import launch
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PLAYBOOKS = FIXTURES / "playbooks"
@@ -61,26 +61,26 @@ def captured() -> Iterator[tuple[logging.Logger, Captured]]:
 
 
 @pytest.fixture(scope="session", params=["warm", "cold"])
-def runner(request: pytest.FixtureRequest) -> Iterator[ansible_runner.AnsibleRunner]:
+def runner(request: pytest.FixtureRequest) -> Iterator[launch.AnsibleRunner]:
     """The Ansible stage as the runtime runs it (warm, the default) and cold: every test
     of this package runs both ways."""
     if request.param == "cold":
-        yield ansible_runner.AnsibleRunner()
+        yield launch.AnsibleRunner()
         return
     launchers = warm.Launchers()
-    yield ansible_runner.AnsibleRunner(launchers=launchers)
+    yield launch.AnsibleRunner(launchers=launchers)
     launchers.close()
 
 
 class RunPlaybook(Protocol):
     def __call__(
         self, playbook: str, *, extravars: Mapping[str, Any] | None = None, **spec: Any
-    ) -> ansible_runner.RunResult: ...
+    ) -> launch.RunResult: ...
 
 
 @pytest.fixture
 def run_playbook(
-    runner: ansible_runner.AnsibleRunner,
+    runner: launch.AnsibleRunner,
     captured: tuple[logging.Logger, Captured],
     tmp_path: Path,
 ) -> RunPlaybook:
@@ -89,11 +89,11 @@ def run_playbook(
 
     def run(
         playbook: str, *, extravars: Mapping[str, Any] | None = None, **spec: Any
-    ) -> ansible_runner.RunResult:
+    ) -> launch.RunResult:
         spec.setdefault("private_data_dir", tmp_path / "pdd")
         spec.setdefault("ident", uuid.uuid4().hex[:12])
         return runner.run(
-            ansible_runner.RunSpec(
+            launch.RunSpec(
                 playbook=PLAYBOOKS / f"{playbook}.yml", extravars=extravars or {}, **spec
             ),
             log=logger,

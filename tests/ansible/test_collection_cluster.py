@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import devcluster
-from runner.ansible import runner as ansible_runner
+from runner.ansible import launch
 from runner.kube import client, errors
 from runner.kube.types import GVK, KubeObject
 from tests.ansible.conftest import FIXTURES, PLAYBOOKS, Captured, debug_outputs
@@ -58,12 +58,12 @@ def widget(crds: None, kube: client.Client, namespace: str) -> KubeObject:
 
 
 class Play(Protocol):
-    def __call__(self, playbook: str, **extravars: Any) -> ansible_runner.RunResult: ...
+    def __call__(self, playbook: str, **extravars: Any) -> launch.RunResult: ...
 
 
 @pytest.fixture
 def play(
-    runner: ansible_runner.AnsibleRunner,
+    runner: launch.AnsibleRunner,
     captured: tuple[logging.Logger, Captured],
     cluster: devcluster.Cluster,
     namespace: str,
@@ -73,8 +73,8 @@ def play(
     logger, _ = captured
     count = iter(range(1000))
 
-    def run(playbook: str, **extravars: Any) -> ansible_runner.RunResult:
-        spec = ansible_runner.RunSpec(
+    def run(playbook: str, **extravars: Any) -> launch.RunResult:
+        spec = launch.RunSpec(
             ident=f"run-{next(count)}",
             private_data_dir=tmp_path / "pdd",
             playbook=PLAYBOOKS / f"{playbook}.yml",
@@ -91,7 +91,7 @@ def live_status(kube: client.Client, namespace: str) -> dict[str, Any]:
     return status
 
 
-def ok(result: ansible_runner.RunResult) -> ansible_runner.RunResult:
+def ok(result: launch.RunResult) -> launch.RunResult:
     assert not result.failed and not result.stats_missing, result.failed_tasks or result
     return result
 

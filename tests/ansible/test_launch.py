@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from runner import errors
-from runner.ansible import runner as ansible_runner
+from runner.ansible import launch
+from runner.base import errors
 from tests.ansible.conftest import PLAYBOOKS, Captured
 
 
-def spec(private_data_dir: Path, **fields: object) -> ansible_runner.RunSpec:
-    return ansible_runner.RunSpec(
+def spec(private_data_dir: Path, **fields: object) -> launch.RunSpec:
+    return launch.RunSpec(
         ident="launch",
         private_data_dir=private_data_dir,
         playbook=PLAYBOOKS / "debug.yml",
@@ -28,7 +28,7 @@ def test_a_missing_ansible_playbook_is_a_launch_error(
     tmp_path: Path, captured: tuple[logging.Logger, Captured]
 ) -> None:
     missing = tmp_path / "bin" / "ansible-playbook"
-    runner = ansible_runner.AnsibleRunner(ansible_playbook=str(missing))
+    runner = launch.AnsibleRunner(ansible_playbook=str(missing))
     with pytest.raises(errors.AnsibleLaunchError, match=str(missing)):
         runner.run(spec(tmp_path / "pdd"), log=captured[0])
 
@@ -42,7 +42,7 @@ def test_a_missing_ansible_playbook_is_a_launch_error(
 )
 def test_a_run_that_cannot_be_prepared_is_a_launch_error(
     *,
-    runner: ansible_runner.AnsibleRunner,
+    runner: launch.AnsibleRunner,
     captured: tuple[logging.Logger, Captured],
     tmp_path: Path,
     where: str,
@@ -56,7 +56,7 @@ def test_a_run_that_cannot_be_prepared_is_a_launch_error(
 
 def test_a_launch_error_does_not_repeat_the_ansible_args(
     *,
-    runner: ansible_runner.AnsibleRunner,
+    runner: launch.AnsibleRunner,
     captured: tuple[logging.Logger, Captured],
     tmp_path: Path,
 ) -> None:

@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from runner import errors
-from runner.ansible import extravars
-from runner.ansible import runner as ansible_runner
+from runner.ansible import extravars, launch
+from runner.base import errors
 from tests.ansible.conftest import (
     ANSIBLE_CORE,
     PLAYBOOKS,
@@ -50,7 +49,7 @@ def test_failing_task_fails_the_run_with_its_name_and_message(
     result = run_playbook("failing")
     assert result.failed
     assert result.failed_tasks == (
-        ansible_runner.FailedTask(task="Break it", role=None, message="the widget is broken"),
+        launch.FailedTask(task="Break it", role=None, message="the widget is broken"),
     )
     assert (result.ok, result.failures) == (1, 1)
     _, handler = captured
@@ -87,8 +86,8 @@ def test_no_log_values_never_reach_the_logs_or_the_result(
     run_playbook: RunPlaybook, captured: tuple[logging.Logger, Captured]
 ) -> None:
     secret = "hunter2-" + uuid.uuid4().hex
-    runs = [(level, 0) for level in ansible_runner.LogEvents]
-    runs.append((ansible_runner.LogEvents.TASKS, 3))  # verbose: Ansible's output is logged
+    runs = [(level, 0) for level in launch.LogEvents]
+    runs.append((launch.LogEvents.TASKS, 3))  # verbose: Ansible's output is logged
     for level, verbosity in runs:
         result = run_playbook(
             "secret", extravars={"password": secret}, log_events=level, verbosity=verbosity
@@ -109,10 +108,10 @@ def test_artifacts_are_rotated(run_playbook: RunPlaybook, tmp_path: Path) -> Non
 
 
 def test_role_runs_with_its_defaults(
-    runner: ansible_runner.AnsibleRunner, captured: tuple[logging.Logger, Captured], tmp_path: Path
+    runner: launch.AnsibleRunner, captured: tuple[logging.Logger, Captured], tmp_path: Path
 ) -> None:
     logger, handler = captured
-    spec = ansible_runner.RunSpec(
+    spec = launch.RunSpec(
         ident="role-run",
         private_data_dir=tmp_path / "pdd",
         role="greeter",
@@ -129,7 +128,7 @@ def test_role_runs_with_its_defaults(
 def test_extravars_reach_the_play(
     run_playbook: RunPlaybook, captured: tuple[logging.Logger, Captured]
 ) -> None:
-    run_playbook("secret", extravars={"password": "x"}, log_events=ansible_runner.LogEvents.NOTHING)
+    run_playbook("secret", extravars={"password": "x"}, log_events=launch.LogEvents.NOTHING)
     _, handler = captured
     assert handler.records == [], "LogEvents.Nothing logs nothing"
 
@@ -278,15 +277,15 @@ def test_osdk_metric_reports_an_unreachable_metrics_api(run_playbook: RunPlayboo
 
 
 def test_concurrent_runs_in_threads_do_not_interfere(
-    runner: ansible_runner.AnsibleRunner, tmp_path: Path
+    runner: launch.AnsibleRunner, tmp_path: Path
 ) -> None:
     environ, cwd = dict(os.environ), os.getcwd()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    results: dict[str, ansible_runner.RunResult] = {}
+    results: dict[str, launch.RunResult] = {}
     logger = logging.getLogger("tests.ansible.threads")
 
     def run(name: str, playbook: str) -> None:
-        spec = ansible_runner.RunSpec(
+        spec = launch.RunSpec(
             ident=name,
             private_data_dir=tmp_path / name,
             playbook=PLAYBOOKS / f"{playbook}.yml",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible import runner as ansible_runner
+from runner.ansible import launch
 
 
 @pytest.mark.parametrize(
@@ -23,7 +23,7 @@ from runner.ansible import runner as ansible_runner
     ],
 )
 def test_cmdline_outer_single_quotes_are_stripped(given: str, expected: str) -> None:
-    assert ansible_runner.strip_quotes(given) == expected
+    assert launch.strip_quotes(given) == expected
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ def test_spec_needs_exactly_one_of_playbook_and_role(
     playbook: Path | None, role: str | None
 ) -> None:
     with pytest.raises(ValueError, match="exactly one of playbook and role"):
-        ansible_runner.RunSpec(
+        launch.RunSpec(
             ident="a", private_data_dir=Path("/tmp/x"), extravars={}, playbook=playbook, role=role
         )
 
@@ -45,10 +45,8 @@ def test_spec_needs_exactly_one_of_playbook_and_role(
 @pytest.mark.parametrize("ident", ["", "a/b", "latest", ".."])
 def test_spec_ident_must_name_an_artifact_dir(ident: str) -> None:
     with pytest.raises(ValueError, match="ident"):
-        ansible_runner.RunSpec(
-            ident=ident, private_data_dir=Path("/tmp/x"), extravars={}, role="greeter"
-        )
+        launch.RunSpec(ident=ident, private_data_dir=Path("/tmp/x"), extravars={}, role="greeter")
 
 
 def test_log_events_take_operator_sdk_flag_values() -> None:
-    assert [e.value for e in ansible_runner.LogEvents] == ["Tasks", "Everything", "Nothing"]
+    assert [e.value for e in launch.LogEvents] == ["Tasks", "Everything", "Nothing"]

@@ -17,20 +17,20 @@ from typing import Any
 import pytest
 
 from runner import warm
-from runner.ansible import runner as ansible_runner
+from runner.ansible import launch
 from tests.ansible.conftest import PLAYBOOKS, Captured
 from tests.helpers import wait_for
 
 
 @pytest.fixture(params=["warm", "cold"])
-def fresh_runner(request: pytest.FixtureRequest) -> Iterator[ansible_runner.AnsibleRunner]:
+def fresh_runner(request: pytest.FixtureRequest) -> Iterator[launch.AnsibleRunner]:
     """A runner of its own: the session's launchers may be at their cap of distinct
     environments by now, and then every run of theirs starts cold."""
     if request.param == "cold":
-        yield ansible_runner.AnsibleRunner()
+        yield launch.AnsibleRunner()
         return
     launchers = warm.Launchers()
-    yield ansible_runner.AnsibleRunner(launchers=launchers)
+    yield launch.AnsibleRunner(launchers=launchers)
     launchers.close()
 
 
@@ -60,20 +60,20 @@ def processes_of_run(*, marker: str, private_data_dir: Path) -> list[str]:
     return found
 
 
-def launcher_status(result: ansible_runner.RunResult) -> str:
+def launcher_status(result: launch.RunResult) -> str:
     """How the run started: ``warm``, ``cold``, ``lost``; "" for a runner without launchers."""
-    status = result.artifact_dir / ansible_runner.LAUNCHER_STATUS
+    status = result.artifact_dir / launch.LAUNCHER_STATUS
     return status.read_text().partition(":")[0].strip() if status.exists() else ""
 
 
 def test_timeout_kills_every_process_of_the_run_and_names_the_task(
-    fresh_runner: ansible_runner.AnsibleRunner,
+    fresh_runner: launch.AnsibleRunner,
     captured: tuple[logging.Logger, Captured],
     tmp_path: Path,
 ) -> None:
-    def run(playbook: str, **spec: Any) -> ansible_runner.RunResult:
+    def run(playbook: str, **spec: Any) -> launch.RunResult:
         return fresh_runner.run(
-            ansible_runner.RunSpec(
+            launch.RunSpec(
                 ident=uuid.uuid4().hex[:12], playbook=PLAYBOOKS / f"{playbook}.yml", **spec
             ),
             log=captured[0],
@@ -104,7 +104,7 @@ def test_timeout_kills_every_process_of_the_run_and_names_the_task(
         timeout=10,
     )
     assert result.failed_tasks == (
-        ansible_runner.FailedTask(
+        launch.FailedTask(
             task="Wait forever",
             role=None,
             message=f"the Ansible run timed out after {timeout}s in task 'Wait forever'",

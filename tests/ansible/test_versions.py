@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import devcluster
-from runner.ansible import runner as ansible_runner
+from runner.ansible import launch
 from runner.kube import client, errors
 from runner.kube.types import GVK
 from tests.ansible.conftest import (
@@ -57,15 +57,15 @@ def test_runs_use_the_installed_supported_ansible_core(
 
 @pytest.fixture
 def sizer_run(
-    runner: ansible_runner.AnsibleRunner,
+    runner: launch.AnsibleRunner,
     captured: tuple[logging.Logger, Captured],
     cluster: devcluster.Cluster,
     namespace: str,
     tmp_path: Path,
-) -> ansible_runner.RunResult:
+) -> launch.RunResult:
     """The ``sizer`` role for a CR ``s`` with ``spec.size: 3``, as the operator runs it."""
     logger, _ = captured
-    spec = ansible_runner.RunSpec(
+    spec = launch.RunSpec(
         ident="sizer",
         private_data_dir=tmp_path / "pdd",
         role="sizer",
@@ -78,7 +78,7 @@ def sizer_run(
 
 @only_on("2.18")
 def test_a_number_templated_into_configmap_data_is_written_as_a_string_on_2_18(
-    sizer_run: ansible_runner.RunResult, kube: client.Client, namespace: str
+    sizer_run: launch.RunResult, kube: client.Client, namespace: str
 ) -> None:
     assert not sizer_run.failed, (
         f"expected the role to succeed on 2.18, saw {sizer_run.failed_tasks}"
@@ -89,7 +89,7 @@ def test_a_number_templated_into_configmap_data_is_written_as_a_string_on_2_18(
 
 @only_on("2.19")
 def test_a_number_templated_into_configmap_data_fails_the_role_on_2_19(
-    sizer_run: ansible_runner.RunResult, kube: client.Client, namespace: str
+    sizer_run: launch.RunResult, kube: client.Client, namespace: str
 ) -> None:
     messages = [t.message for t in sizer_run.failed_tasks]
     assert [t.task for t in sizer_run.failed_tasks] == ["Record the memory in a ConfigMap"], (

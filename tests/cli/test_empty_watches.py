@@ -32,7 +32,13 @@ from tests.runner.support import (
 pytestmark = pytest.mark.integration
 
 INIT_WATCHES = (
-    Path(__file__).parents[2] / "runner" / "scaffold" / "templates" / "init" / "watches.yaml"
+    Path(__file__).parents[2]
+    / "runner"
+    / "tools"
+    / "scaffold"
+    / "templates"
+    / "init"
+    / "watches.yaml"
 )
 NOTHING_TO_WATCH = (
     "nothing to watch: watches.yaml has no entries; add one with 'playbook-operator create api'"

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import cli, errors, logs, settings
+from runner import cli
+from runner.base import errors, logs
+from runner.config import options
 from tests.cli.settings_from import build, one_watch
 
 
@@ -87,16 +89,16 @@ def test_every_upstream_flag_is_accepted(flag: str, value: str | None) -> None:
         pytest.param(
             ("--zap-time-encoding=epoch",),
             "log_time_encoding",
-            settings.TimeEncoding.EPOCH,
+            logs.TimeEncoding.EPOCH,
             id="time-encoding",
         ),
         pytest.param(
             ("--zap-encoder=console",),
             "log_format",
-            settings.LogFormat.CONSOLE,
+            logs.LogFormat.CONSOLE,
             id="zap-encoder",
         ),
-        pytest.param(("--zap-devel",), "log_format", settings.LogFormat.CONSOLE, id="devel-fmt"),
+        pytest.param(("--zap-devel",), "log_format", logs.LogFormat.CONSOLE, id="devel-fmt"),
         pytest.param(("--zap-devel",), "log_level", logging.DEBUG, id="devel-level"),
         pytest.param(
             ("--zap-devel",), "log_stacktrace_level", logging.WARNING, id="devel-stacktrace"
@@ -104,7 +106,7 @@ def test_every_upstream_flag_is_accepted(flag: str, value: str | None) -> None:
         pytest.param(
             ("--zap-devel", "--zap-encoder=json"),
             "log_format",
-            settings.LogFormat.JSON,
+            logs.LogFormat.JSON,
             id="devel-then-encoder",
         ),
         pytest.param(
@@ -124,7 +126,7 @@ def test_every_upstream_flag_is_accepted(flag: str, value: str | None) -> None:
         pytest.param(
             ("--ansible-log-events=everything",),
             "ansible_log_events",
-            settings.LogEvents.EVERYTHING,
+            options.LogEvents.EVERYTHING,
             id="log-events-any-case",
         ),
         pytest.param((), "runner_dir", Path("/tmp/ansible-operator/runner"), id="runner-dir"),
@@ -267,17 +269,17 @@ MOMENT = 1714979289.123456
 @pytest.mark.parametrize(
     ("encoding", "expected"),
     [
-        pytest.param(settings.TimeEncoding.EPOCH, MOMENT, id="epoch"),
-        pytest.param(settings.TimeEncoding.MILLIS, MOMENT * 1000, id="millis"),
-        pytest.param(settings.TimeEncoding.NANO, int(MOMENT * 1e9), id="nano"),
-        pytest.param(settings.TimeEncoding.ISO8601, "2024-05-06T07:08:09.123Z", id="iso8601"),
-        pytest.param(settings.TimeEncoding.RFC3339, "2024-05-06T07:08:09Z", id="rfc3339"),
+        pytest.param(logs.TimeEncoding.EPOCH, MOMENT, id="epoch"),
+        pytest.param(logs.TimeEncoding.MILLIS, MOMENT * 1000, id="millis"),
+        pytest.param(logs.TimeEncoding.NANO, int(MOMENT * 1e9), id="nano"),
+        pytest.param(logs.TimeEncoding.ISO8601, "2024-05-06T07:08:09.123Z", id="iso8601"),
+        pytest.param(logs.TimeEncoding.RFC3339, "2024-05-06T07:08:09Z", id="rfc3339"),
         pytest.param(
-            settings.TimeEncoding.RFC3339NANO, "2024-05-06T07:08:09.123456Z", id="rfc3339nano"
+            logs.TimeEncoding.RFC3339NANO, "2024-05-06T07:08:09.123456Z", id="rfc3339nano"
         ),
     ],
 )
-def test_zap_time_encodings(encoding: settings.TimeEncoding, expected: object) -> None:
+def test_zap_time_encodings(encoding: logs.TimeEncoding, expected: object) -> None:
     record = logging.LogRecord("t", logging.INFO, __file__, 1, "hello", None, None)
     record.created = MOMENT
     line = json.loads(logs.JsonFormatter(time_encoding=encoding).format(record))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import errors
+from runner.base import errors
 from tests.cli.settings_from import build, one_watch
 
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from runner import source
 from runner.kube import client, errors
 from runner.kube.types import GVK, Resource
+from runner.watch import source
 from tests.compat.conftest import CRD, Start, logged_lines
 from tests.helpers import unique_name, wait_for
 from tests.runner.harness import OperatorProcess

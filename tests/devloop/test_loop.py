@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from runner import devloop, watches
-from runner import settings as settings_mod
-from runner.devloop import loop as loop_mod
+from runner.config import options, watches
 from runner.kube.types import GVK
+from runner.tools import devloop
+from runner.tools.devloop import loop as loop_mod
 
 A = GVK("tests.example.dev", "v1", "Alpha")
 B = GVK("tests.example.dev", "v1", "Beta")
@@ -71,7 +71,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project
         (source / "roles" / role / "tasks" / "main.yml").write_text(tasks(role))
     (source / "watches.yaml").write_text(entry(A, "a") + entry(B, "b"))
     monkeypatch.chdir(source)
-    base = settings_mod.Settings(
+    base = options.Settings(
         watches_file=Path("watches.yaml"),
         watches=tuple(watches.load(Path("watches.yaml"), base_dir=source)),
         runner_dir=tmp_path / "runner",

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import access, health, listener, metrics
+from runner.base import listener
+from runner.operations import access, health, metrics
 
 IDLE_CONNECTIONS = 300
 FAST = listener.Limits(header_timeout=0.5, handshake_timeout=0.5, body_timeout=0.5)

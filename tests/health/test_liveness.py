@@ -13,8 +13,11 @@ from typing import cast
 
 import pytest
 
-from runner import controller, health, queue, reconcile, source
 from runner.kube.types import GVK, ObjectKey
+from runner.operations import health
+from runner.queue import workqueue
+from runner.reconcile import controller, reconciler
+from runner.watch import source
 
 NOW = 100_000.0
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -160,17 +163,17 @@ class BlockingReconciler:
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def reconcile(self, request: reconcile.Request) -> reconcile.Result:
+    def reconcile(self, request: reconciler.Request) -> reconciler.Result:
         self.entered.set()
         self.release.wait(10)
-        return reconcile.Result()
+        return reconciler.Result()
 
 
 def test_the_controller_reports_when_each_running_reconcile_started() -> None:
-    reconciler = BlockingReconciler()
+    blocking = BlockingReconciler()
     ctrl = controller.Controller(
-        reconciler=cast(reconcile.Reconciler, reconciler),
-        work_queue=queue.WorkQueue(),
+        reconciler=cast(reconciler.Reconciler, blocking),
+        work_queue=workqueue.WorkQueue(),
         workers=2,
     )
     ctrl.start()
@@ -178,15 +181,15 @@ def test_the_controller_reports_when_each_running_reconcile_started() -> None:
         assert ctrl.busy_since() == [], "expected no reconcile running before any key"
         before = time.monotonic()
         ctrl.queue.add(ObjectKey("ns/a"))
-        assert reconciler.entered.wait(5), "expected the reconcile to start"
+        assert blocking.entered.wait(5), "expected the reconcile to start"
         busy = ctrl.busy_since()
         assert len(busy) == 1 and before <= busy[0] <= time.monotonic(), (
             f"expected one start time after {before}, saw {busy}"
         )
-        reconciler.release.set()
+        blocking.release.set()
         ctrl.queue.shutdown()
     finally:
-        reconciler.release.set()
+        blocking.release.set()
         assert ctrl.stop(timeout=5), "expected the workers to end"
     left = ctrl.busy_since()
     assert left == [], f"expected nothing running after the reconcile, saw {left}"

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from runner import health
+from runner.operations import health
 
 
 @pytest.fixture

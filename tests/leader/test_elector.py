@@ -8,8 +8,8 @@ import threading
 import time
 from typing import Any
 
-from runner import leader
 from runner.kube import errors as kube_errors
+from runner.operations import leader
 
 DURATION, DEADLINE, RETRY = 2.0, 1.0, 0.1
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from runner import health, metrics
 from runner.kube.types import GVK
-from runner.predicate import Event, EventType
+from runner.operations import health, metrics
+from runner.watch.predicate import Event, EventType
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 

@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import pytest
 
-from runner import access
 from runner.kube.client import Client
+from runner.operations import access
 
 GOOD = "good-token"
 

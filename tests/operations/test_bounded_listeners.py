@@ -16,9 +16,10 @@ import pytest
 
 import devcluster
 from devcluster import accounts
-from runner import access, listener
+from runner.base import listener
 from runner.kube.client import Client
 from runner.kube.types import GVK
+from runner.operations import access
 from tests.helpers import unique_name
 from tests.runner import harness
 from tests.runner.support import StartOperator, probe_watches

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from runner import predicate
-from runner.predicate import Event, EventType
+from runner.watch import predicate
+from runner.watch.predicate import Event, EventType
 
 
 def obj(

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from runner import dependents, predicate, selector, watches
-from runner import queue as queue_mod
+from runner.config import selector, watches
 from runner.kube.types import GVK, ObjectKey
-from runner.predicate import Event, EventType, Readiness
+from runner.queue import workqueue
+from runner.watch import dependents, predicate
+from runner.watch.predicate import Event, EventType, Readiness
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 OWNER = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -152,7 +153,7 @@ def _registry(*, readiness: frozenset[str]) -> tuple[dependents.DependentWatches
         )
 
     def enqueue_as(gvk: GVK) -> dependents.Enqueue:
-        def enqueue(key: ObjectKey, priority: queue_mod.Priority) -> None:
+        def enqueue(key: ObjectKey, priority: workqueue.Priority) -> None:
             heard.append(f"{gvk.kind} {key}")
 
         return enqueue

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import watches
-from runner.preview import target
-from runner.preview.target import PreviewError
+from runner.config import watches
+from runner.tools.preview import target
+from runner.tools.preview.target import PreviewError
 from tests.cli.settings_from import one_watch
 
 CR = {"apiVersion": "other.io/v1", "kind": "Thing", "metadata": {"name": "t"}}

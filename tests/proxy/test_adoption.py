@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from runner import ownership, proxy
+from runner import proxy
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
+from runner.proxy import ownership
 from tests.proxy.conftest import CONFIGMAP
 from tests.proxy.support import call
 

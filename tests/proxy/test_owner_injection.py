@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from runner import ownership
 from runner.kube import paths
 from runner.kube.types import GVK
+from runner.proxy import ownership
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 NAMESPACED_OWNER = ownership.Owner(gvk=MEMCACHED, name="m", namespace="ns", uid="u-1")

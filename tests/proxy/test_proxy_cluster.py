@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from runner import ownership, proxy
+from runner import proxy
 from runner.kube.types import KubeObject
+from runner.proxy import ownership
 from tests.helpers import wait_for
 from tests.proxy.support import call
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.clock import FakeClock
+from runner.base.clock import FakeClock
 from runner.kube.types import ObjectKey
-from runner.queue import Priority, WorkQueue
+from runner.queue.workqueue import Priority, WorkQueue
 
 A = ObjectKey("ns/a")
 B = ObjectKey("ns/b")

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from runner.clock import FakeClock
+from runner.base.clock import FakeClock
 from runner.kube.types import ObjectKey
-from runner.queue import WorkQueue
+from runner.queue.workqueue import WorkQueue
 
 A = ObjectKey("ns/a")
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runner.clock import FakeClock, MonotonicClock
+from runner.base.clock import FakeClock, MonotonicClock
 
 
 def test_advance_moves_monotonic_and_wall_time() -> None:

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from runner.clock import FakeClock
+from runner.base.clock import FakeClock
 from runner.kube.types import ObjectKey
-from runner.queue import Stats, WorkQueue
+from runner.queue.workqueue import Stats, WorkQueue
 
 A = ObjectKey("ns/a")
 B = ObjectKey("ns/b")

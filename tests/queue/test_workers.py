@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from runner.clock import FakeClock
+from runner.base.clock import FakeClock
 from runner.kube.types import ObjectKey
-from runner.queue import WorkQueue
+from runner.queue.workqueue import WorkQueue
 
 KEYS = [ObjectKey("ns/a"), ObjectKey("ns/b")]
 WORKERS = 4

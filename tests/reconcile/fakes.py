@@ -1,6 +1,6 @@
 """Fakes for reconciler unit tests: an API server holding objects, a runner, an event sink.
 
-Only the calls :class:`runner.reconcile.Reconciler` makes are implemented; every
+Only the calls :class:`runner.reconcile.reconciler.Reconciler` makes are implemented; every
 status patch is checked against ``resourceVersion`` and ``uid`` as the API server
 checks them, so tests see the same conflicts a real cluster would give.
 """
@@ -12,10 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from runner import reconcile, recorder, settings, watches
-from runner.ansible import runner as ansible_runner
+from runner.ansible import launch
+from runner.config import options, watches
 from runner.kube import errors as kube_errors
 from runner.kube.types import GVK, KubeObject
+from runner.reconcile import reconciler
+from runner.status import recorder
 from tests.runner.support import PROBE
 
 
@@ -80,15 +82,15 @@ class FakeRunner:
     """Records each RunSpec; ``behave`` decides the run's outcome (default: success)."""
 
     def __init__(self, tmp_path: Path) -> None:
-        self.specs: list[ansible_runner.RunSpec] = []
+        self.specs: list[launch.RunSpec] = []
         self.tmp_path = tmp_path
-        self.behave: Callable[[ansible_runner.RunSpec], None] = lambda spec: None
+        self.behave: Callable[[launch.RunSpec], None] = lambda spec: None
 
-    def run(self, spec: ansible_runner.RunSpec, *, log: Any) -> ansible_runner.RunResult:
+    def run(self, spec: launch.RunSpec, *, log: Any) -> launch.RunResult:
         self.specs.append(spec)
         spec.private_data_dir.mkdir(parents=True, exist_ok=True)
         self.behave(spec)
-        return ansible_runner.RunResult(
+        return launch.RunResult(
             ok=1,
             changed=0,
             skipped=0,
@@ -132,19 +134,19 @@ def make_reconciler(
     events: FakeRecorder | None = None,
     watch_extra: str = "",
     **overrides: Any,
-) -> reconcile.Reconciler:
+) -> reconciler.Reconciler:
     watch = load_watch(tmp_path, watch_extra)
-    options: dict[str, Any] = {"runner_dir": tmp_path / "runner", "environ": {}}
-    options.update(overrides)
-    return reconcile.Reconciler(
+    fields: dict[str, Any] = {"runner_dir": tmp_path / "runner", "environ": {}}
+    fields.update(overrides)
+    return reconciler.Reconciler(
         watch=watch,
-        settings=settings.Settings(watches_file=tmp_path / "watches.yaml", **options),
+        settings=options.Settings(watches_file=tmp_path / "watches.yaml", **fields),
         client=cast(Any, client),
         runner=cast(Any, runner),
-        environment=reconcile.StaticEnvironment(None),
+        environment=reconciler.StaticEnvironment(None),
         events=cast(recorder.Recorder, events) if events is not None else None,
     )
 
 
-def request(name: str = "p") -> reconcile.Request:
-    return reconcile.Request(gvk=PROBE, namespace="ns", name=name)
+def request(name: str = "p") -> reconciler.Request:
+    return reconciler.Request(gvk=PROBE, namespace="ns", name=name)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runner import settings
+from runner.config import options
 from tests.reconcile.fakes import (
     FakeClient,
     FakeRecorder,
@@ -22,9 +22,9 @@ from tests.reconcile.fakes import (
     request,
 )
 
-VERBOSITY = settings.VERBOSITY_ANNOTATION
-ARTIFACTS = settings.MAX_ARTIFACTS_ANNOTATION
-PERIOD = settings.RECONCILE_PERIOD_ANNOTATION
+VERBOSITY = options.VERBOSITY_ANNOTATION
+ARTIFACTS = options.MAX_ARTIFACTS_ANNOTATION
+PERIOD = options.RECONCILE_PERIOD_ANNOTATION
 
 
 def reconcile_once(

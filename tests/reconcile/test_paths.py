@@ -7,14 +7,16 @@ from typing import Any, cast
 
 import pytest
 
-from runner import errors, reconcile, settings, watches
+from runner.base import errors
+from runner.config import options, watches
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey
+from runner.reconcile import reconciler
 from tests.runner.support import PROBE, probe
 
 
-def reconciler(obj: KubeObject, tmp_path: Path) -> reconcile.Reconciler:
+def make_reconciler(obj: KubeObject, tmp_path: Path) -> reconciler.Reconciler:
     (tmp_path / "roles" / "probe").mkdir(parents=True)
     (tmp_path / "watches.yaml").write_text(
         f"- version: v1\n  group: {PROBE.group}\n  kind: Probe\n  role: probe\n"
@@ -26,12 +28,12 @@ def reconciler(obj: KubeObject, tmp_path: Path) -> reconcile.Reconciler:
 
     # Never reached: the check comes before any API call or Ansible run.
     unused = cast(Any, None)
-    return reconcile.Reconciler(
+    return reconciler.Reconciler(
         watch=watch,
-        settings=settings.Settings(watches_file=tmp_path / "watches.yaml", runner_dir=tmp_path),
+        settings=options.Settings(watches_file=tmp_path / "watches.yaml", runner_dir=tmp_path),
         client=unused,
         runner=unused,
-        environment=reconcile.StaticEnvironment(None),
+        environment=reconciler.StaticEnvironment(None),
         cache=cache,
     )
 
@@ -48,9 +50,9 @@ def reconciler(obj: KubeObject, tmp_path: Path) -> reconcile.Reconciler:
 def test_names_unfit_for_a_path_are_refused(namespace: str, name: str, tmp_path: Path) -> None:
     obj = probe(name, namespace, {})
     obj["metadata"]["resourceVersion"] = "1"
-    request = reconcile.Request(gvk=PROBE, namespace=namespace, name=name)
+    request = reconciler.Request(gvk=PROBE, namespace=namespace, name=name)
     with pytest.raises(errors.ReconcileError, match="unfit for a path"):
-        reconciler(obj, tmp_path).reconcile(request)
+        make_reconciler(obj, tmp_path).reconcile(request)
     assert not any(tmp_path.glob("**/artifacts")), "nothing may be written for such a name"
 
 

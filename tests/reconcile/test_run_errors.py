@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import errors
-from runner.ansible import runner as ansible_runner
+from runner.ansible import launch
+from runner.base import errors
 from tests.reconcile.fakes import (
     FakeClient,
     FakeRecorder,
@@ -44,7 +44,7 @@ def test_a_run_step_error_ends_in_failure(raised: Exception, reason: str, tmp_pa
     client = FakeClient(probe_object())
     runner, events = FakeRunner(tmp_path), FakeRecorder()
 
-    def fail(spec: ansible_runner.RunSpec) -> None:
+    def fail(spec: launch.RunSpec) -> None:
         raise raised
 
     runner.behave = fail

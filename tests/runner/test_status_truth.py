@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runner import status
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import KubeObject
+from runner.status import conditions
 from tests.helpers import wait_for
 from tests.runner.support import PROBE, StartOperator, condition, probe, probe_watches
 
@@ -53,12 +53,14 @@ def test_a_result_for_a_deleted_cr_never_lands_on_its_successor(
     kube: Client, namespace: str, probe_crd: object
 ) -> None:
     first, _ = recreate(kube, namespace, "successor")
-    written = status.write(
+    written = conditions.write(
         kube,
         gvk=PROBE,
         namespace=namespace,
         name="successor",
-        conditions_update=lambda c: status.mark_error(c, message="old run", now=datetime.now(UTC)),
+        conditions_update=lambda c: conditions.mark_error(
+            c, message="old run", now=datetime.now(UTC)
+        ),
         observed_generation=5,
         current=first,  # what the run started from: a 409, then a fresh read of the successor
         uid=first["metadata"]["uid"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.scaffold import InvalidNameError, names
+from runner.tools.scaffold import InvalidNameError, names
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from runner import logs, settings
 from runner.ansible import events
+from runner.base import logs
+from runner.config import options
 
 DEPRECATION = "Direct access to the `environment` attribute is deprecated."
 STDOUT_219 = (
@@ -55,7 +56,7 @@ def stderr(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
     monkeypatch.setattr(sys, "stderr", stream)
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
-    logs.setup(fmt=settings.LogFormat.JSON, level=logging.DEBUG)
+    logs.setup(fmt=logs.LogFormat.JSON, level=logging.DEBUG)
     yield stream
     root.handlers[:] = handlers
     root.setLevel(level)
@@ -67,7 +68,7 @@ def lines_of(stream: io.StringIO) -> list[dict[str, Any]]:
 
 def reconcile(event: dict[str, Any], *, name: str) -> None:
     log = logs.bind(logging.getLogger("runner.reconcile"), name=name)
-    tally = events.Tally(log=log, level=settings.LogEvents.TASKS, verbosity=2)
+    tally = events.Tally(log=log, level=options.LogEvents.TASKS, verbosity=2)
     tally.handle(event)
 
 

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from runner import errors, settings
+from runner.base import errors
+from runner.config import options
 from runner.kube.types import GVK
 
 GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")
 
 
-def make(env: dict[str, str], **kw: object) -> settings.Settings:
-    return settings.Settings(watches_file=Path("w.yaml"), environ=env, **kw)  # type: ignore[arg-type]
+def make(env: dict[str, str], **kw: object) -> options.Settings:
+    return options.Settings(watches_file=Path("w.yaml"), environ=env, **kw)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -63,4 +64,4 @@ def test_verbosity(env: dict[str, str], expected: int) -> None:
     ],
 )
 def test_watch_namespace(value: str, expected: tuple[str, ...]) -> None:
-    assert settings.parse_namespaces(value) == expected
+    assert options.parse_namespaces(value) == expected

@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 
 from runner.kube import errors as kube_errors
-from runner.sharding import membership
+from runner.operations.sharding import membership
 
 _COUNTER = itertools.count(1)
 

@@ -10,9 +10,9 @@ from collections import Counter
 
 import pytest
 
-from runner.clock import FakeClock
+from runner.base.clock import FakeClock
 from runner.kube.types import GVK, ObjectKey
-from runner.sharding import LeaseHeldError, Shards
+from runner.operations.sharding import LeaseHeldError, Shards
 from tests.sharding.fakes import FakeLeases, Store
 
 KIND = GVK("tests.dev", "v1", "Probe")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.sharding import Ring
+from runner.operations.sharding import Ring
 
 KEYS = [f"tests.dev/Probe/ns-{i % 7}/cr-{i}" for i in range(6000)]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import errors
-from runner.sharding import replica_problem
+from runner.base import errors
+from runner.operations.sharding import replica_problem
 from tests.cli.settings_from import build, one_watch
 
 

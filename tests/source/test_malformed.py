@@ -1,6 +1,6 @@
 """One malformed object never blinds an informer.
 
-A real :class:`runner.source.Informer` and client against a stand-in API server
+A real :class:`runner.watch.source.Informer` and client against a stand-in API server
 (tests/source/stub_api.py) whose LIST or watch stream holds an object nested
 deeper than ``json.loads`` decodes, or an object a handler chokes on. The
 others must keep flowing, the list must sync, the resourceVersion must move
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from runner import source
-from runner.predicate import Event
+from runner.watch import source
+from runner.watch.predicate import Event
 from tests.helpers import wait_for
 from tests.source.stub_api import PROBE, StubApi
 

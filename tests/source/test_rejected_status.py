@@ -1,4 +1,5 @@
-"""The hook the primary informers call for an object they could not decode (runner.rejection).
+"""The hook the primary informers call for an object they could not decode
+(runner.status.rejection).
 
 It writes operator-sdk's markError Failure with a merge patch of /status, never
 reading the object first, conditional on the uid and resourceVersion it could
@@ -13,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from runner import rejection
 from runner.kube import decode
 from runner.kube.types import GVK, ObjectKey
+from runner.status import rejection
 from tests.source.stub_api import PROBE
 
 NOW = datetime(2026, 12, 1, 21, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from runner import status
-from runner.status import AnsibleResult, Condition
+from runner.status import conditions
+from runner.status.conditions import AnsibleResult, Condition
 
 T0 = datetime(2024, 1, 1, 0, 0, 0, tzinfo=UTC)
 NOW = T0 + timedelta(minutes=5)
@@ -64,19 +64,19 @@ Transition = Callable[[list[Condition]], list[Condition]]
 
 
 def running(c: list[Condition]) -> list[Condition]:
-    return status.mark_running(c, now=NOW)
+    return conditions.mark_running(c, now=NOW)
 
 
 def successful(c: list[Condition]) -> list[Condition]:
-    return status.mark_successful(c, result=RESULT, now=NOW)
+    return conditions.mark_successful(c, result=RESULT, now=NOW)
 
 
 def failed(c: list[Condition]) -> list[Condition]:
-    return status.mark_failed(c, result=FAILED, message="task A failed\ntask B failed", now=NOW)
+    return conditions.mark_failed(c, result=FAILED, message="task A failed\ntask B failed", now=NOW)
 
 
 def error(c: list[Condition]) -> list[Condition]:
-    return status.mark_error(c, message="Unable to run reconciliation", now=NOW)
+    return conditions.mark_error(c, message="Unable to run reconciliation", now=NOW)
 
 
 CASES = [
@@ -189,7 +189,7 @@ CASES = [
         id="failed-again-rewrites-failure",
     ),
     pytest.param(
-        lambda c: status.mark_failed(c, result=FAILED, message="", now=NOW),
+        lambda c: conditions.mark_failed(c, result=FAILED, message="", now=NOW),
         [],
         [
             cond("Failure", "True", "Failed", "unknown playbook failure", NEW, **result(FAILED)),
@@ -321,7 +321,7 @@ def test_full_reconcile_sequence() -> None:
     ],
 )
 def test_rfc3339(moment: datetime, expected: str) -> None:
-    assert status.rfc3339(moment) == expected
+    assert conditions.rfc3339(moment) == expected
 
 
 def test_ansible_result_uses_operator_sdk_keys() -> None:

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from runner import errors, status
+from runner.base import errors
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
-from runner.status import Condition
+from runner.status import conditions
+from runner.status.conditions import Condition
 
 GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
@@ -28,7 +29,7 @@ RUNNING = [
 ]
 
 
-def _client_satisfies_protocol(client: Client) -> status.StatusClient:
+def _client_satisfies_protocol(client: Client) -> conditions.StatusClient:
     return client  # mypy proves the real client fits what write() needs
 
 
@@ -104,12 +105,12 @@ def cr(status_: dict[str, Any] | None = None, *, rv: str = "7") -> KubeObject:
     return obj
 
 
-def mark_running(conditions: list[Condition]) -> list[Condition]:
-    return status.mark_running(conditions, now=NOW)
+def mark_running(current: list[Condition]) -> list[Condition]:
+    return conditions.mark_running(current, now=NOW)
 
 
 def write(client: FakeClient, *, observed_generation: int | None = 2, retries: int = 5) -> Any:
-    return status.write(
+    return conditions.write(
         client,
         gvk=GVK_,
         namespace="ns",
@@ -230,12 +231,12 @@ def _memcached(rv: str, conditions: list[Condition]) -> KubeObject:
 
 def test_write_from_a_current_copy_skips_the_read() -> None:
     client = FakeClient(_memcached("5", RUNNING))
-    written = status.write(
+    written = conditions.write(
         client,
         gvk=GVK_,
         namespace="ns",
         name="m",
-        conditions_update=lambda c: status.mark_running(c, now=NOW),
+        conditions_update=lambda c: conditions.mark_running(c, now=NOW),
         observed_generation=None,
         current=_memcached("5", RUNNING),
     )
@@ -246,12 +247,12 @@ def test_write_from_a_current_copy_skips_the_read() -> None:
 
 def test_write_from_a_stale_copy_rereads_after_the_conflict() -> None:
     client = FakeClient(_memcached("7", RUNNING))
-    status.write(
+    conditions.write(
         client,
         gvk=GVK_,
         namespace="ns",
         name="m",
-        conditions_update=lambda c: status.mark_running(c, now=NOW),
+        conditions_update=lambda c: conditions.mark_running(c, now=NOW),
         observed_generation=None,
         current=_memcached("5", []),  # older than the server's rv 7
     )
@@ -271,7 +272,7 @@ def test_a_write_pinned_to_a_uid_never_lands_on_a_recreated_object(current: str 
     new["metadata"]["uid"] = "uid-new"
     new["metadata"]["generation"] = 1
     client = FakeClient(new)
-    written = status.write(
+    written = conditions.write(
         client,
         gvk=GVK_,
         namespace="ns",

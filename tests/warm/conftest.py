@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import pytest
 
 from runner import warm
-from runner.ansible import runner as ansible_runner
+from runner.ansible import launch
 from tests.ansible.conftest import Captured
 from tests.helpers import wait_for
 
@@ -30,7 +30,7 @@ class Run(Protocol):
         extravars: Mapping[str, Any] | None = None,
         envvars: Mapping[str, str] | None = None,
         **spec: Any,
-    ) -> ansible_runner.RunResult: ...
+    ) -> launch.RunResult: ...
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def ready(pool: warm.Launchers, run: Run, playbook: str = "inspect", **kwargs: A
 
 
 def runner_with(pool: warm.Launchers | None, logger: logging.Logger, tmp_path: Path) -> Run:
-    runner = ansible_runner.AnsibleRunner(launchers=pool)
+    runner = launch.AnsibleRunner(launchers=pool)
 
     def run(
         playbook: str | Path,
@@ -55,13 +55,13 @@ def runner_with(pool: warm.Launchers | None, logger: logging.Logger, tmp_path: P
         extravars: Mapping[str, Any] | None = None,
         envvars: Mapping[str, str] | None = None,
         **spec: Any,
-    ) -> ansible_runner.RunResult:
+    ) -> launch.RunResult:
         spec.setdefault("private_data_dir", tmp_path / "pdd")
         spec.setdefault("ident", uuid.uuid4().hex[:12])
         spec.setdefault("roles_path", (ROLES,))
         path = playbook if isinstance(playbook, Path) else PLAYBOOKS / f"{playbook}.yml"
         return runner.run(
-            ansible_runner.RunSpec(
+            launch.RunSpec(
                 playbook=path,
                 extravars=extravars or {},
                 envvars={"WARM_TEST_VALUE": "default", **(envvars or {})},
@@ -96,13 +96,13 @@ def run_cold(captured_log: tuple[logging.Logger, Captured], tmp_path: Path) -> R
     return runner_with(None, captured_log[0], tmp_path / "cold")
 
 
-def started(result: ansible_runner.RunResult) -> str:
+def started(result: launch.RunResult) -> str:
     """How the run's ansible-playbook started: warm, cold or lost (with the reason)."""
-    path = result.artifact_dir / ansible_runner.LAUNCHER_STATUS
+    path = result.artifact_dir / launch.LAUNCHER_STATUS
     return path.read_text() if path.exists() else "no launcher status"
 
 
-def outputs(result: ansible_runner.RunResult) -> dict[str, Any]:
+def outputs(result: launch.RunResult) -> dict[str, Any]:
     """Task name → what its debug task printed, from the run's job events."""
     found: dict[str, Any] = {}
     for event in events(result):
@@ -113,7 +113,7 @@ def outputs(result: ansible_runner.RunResult) -> dict[str, Any]:
     return found
 
 
-def events(result: ansible_runner.RunResult) -> list[dict[str, Any]]:
+def events(result: launch.RunResult) -> list[dict[str, Any]]:
     directory = result.artifact_dir / "job_events"
     loaded = [json.loads(p.read_text()) for p in directory.glob("*.json")]
     return sorted(loaded, key=lambda e: int(e.get("counter", 0)))

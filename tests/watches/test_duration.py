@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner import watches
+from runner.config import watches
 
 
 @pytest.mark.parametrize(

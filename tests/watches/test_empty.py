@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 import runner
-from runner import errors, watches
+from runner.base import errors
+from runner.config import watches
 
-INIT_WATCHES = Path(runner.__file__).parent / "scaffold" / "templates" / "init" / "watches.yaml"
+INIT_WATCHES = (
+    Path(runner.__file__).parent / "tools" / "scaffold" / "templates" / "init" / "watches.yaml"
+)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import watches
+from runner.config import watches
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import errors, watches
+from runner.base import errors
+from runner.config import watches
 
 ROLE = "role: memcached"
 LABEL = "cache.example.com/v1alpha1/Memcached"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runner import selector, watches
+from runner.config import selector, watches
 from runner.kube import types as kube
 
 FULL = Path(__file__).parent / "fixtures" / "full"

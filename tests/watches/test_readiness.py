@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import errors, watches
+from runner.base import errors
+from runner.config import watches
 
 HEAD = "- group: cache.example.com\n  version: v1alpha1\n  kind: Memcached\n  role: memcached\n"
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import errors, watches
+from runner.base import errors
+from runner.config import watches
 
 
 def make_role(path: Path) -> Path:

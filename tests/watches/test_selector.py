@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runner import selector
+from runner.config import selector
 
 In, NotIn = selector.Operator.IN, selector.Operator.NOT_IN
 Exists, DoesNotExist = selector.Operator.EXISTS, selector.Operator.DOES_NOT_EXIST

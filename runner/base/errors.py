@@ -1,0 +1,86 @@
+"""Errors of the runtime, one hierarchy per audience.
+
+::
+
+    PlaybookOperatorError
+    ├── ConfigError              the operator author's input is wrong; raised at
+    │   │                        start-up, before anything is watched
+    │   ├── WatchesError         watches.yaml: names the file, entry and field
+    │   ├── ListenError          an address flag cannot be listened on: names
+    │   │                        the flag and the port
+    │   └── PreviewError         ``preview``'s CR file cannot be previewed:
+    │                            unreadable, not a CR, or no watch for its kind
+    │                            (:mod:`runner.tools.preview.target`)
+    ├── ReconcileError           one reconcile could not be carried out; the
+    │   │                        controller logs it and retries with backoff
+    │   ├── AnsibleLaunchError   ansible-runner could not be started at all
+    │   └── ReconcileFailed      the run had failed tasks; the Failure condition
+    │                            names them (:mod:`runner.reconcile.reconciler`)
+    └── ScaffoldError            ``init`` or ``create api`` cannot write what was
+                                 asked; its subclasses are drawn in
+                                 :mod:`runner.tools.scaffold.errors`
+
+Errors of the Kubernetes API live in :mod:`runner.kube.errors`, below this
+package's layers; code above chains them with ``raise ... from``.
+"""
+
+from __future__ import annotations
+
+
+class PlaybookOperatorError(Exception):
+    """Base of every error the runtime raises on purpose."""
+
+
+class ConfigError(PlaybookOperatorError):
+    """Invalid configuration: flags, environment or watches.yaml."""
+
+
+class WatchesError(ConfigError):
+    """An invalid watches.yaml, with the file, entry and field named.
+
+    ``entry`` counts from 1, as the entries appear in the file; ``gvk``, when
+    known, names the entry's ``group/version/kind`` too.
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        entry: int | None,
+        field: str | None,
+        problem: str,
+        gvk: str | None = None,
+    ) -> None:
+        self.path = path
+        self.entry = entry
+        self.field = field
+        self.problem = problem
+        self.gvk = gvk
+        where = path
+        if entry is not None:
+            where += f": entry {entry}" + (f" ({gvk})" if gvk else "")
+        if field is not None:
+            where += f", field {field!r}"
+        super().__init__(f"{where}: {problem}")
+
+
+class ListenError(ConfigError):
+    """A ``--*-bind-address`` that cannot be served: a taken port, a foreign host...
+
+    The message names the flag, its value and the problem, e.g.
+    ``--metrics-bind-address=:8080: port 8080 is already in use``.
+    """
+
+    def __init__(self, *, flag: str, address: str, problem: str) -> None:
+        self.flag = flag
+        self.address = address
+        self.problem = problem
+        super().__init__(f"{flag}={address}: {problem}")
+
+
+class ReconcileError(PlaybookOperatorError):
+    """A reconcile failed for a reason other than a failing Ansible task."""
+
+
+class AnsibleLaunchError(ReconcileError):
+    """ansible-runner could not be started (bad private data dir, missing role...)."""

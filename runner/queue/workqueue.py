@@ -1,0 +1,299 @@
+"""The work queue between the watches and the reconcile workers.
+
+Flow: watch → **queue** → reconcile → ansible → status. Watch handlers ``add``
+keys; workers ``get`` a key, reconcile it, then call ``done``. It merges
+client-go's rate-limited workqueue with controller-runtime's priority queue:
+
+- one pending entry per key: repeated adds fold into it (earliest due time,
+  highest priority win);
+- a key handed to a worker is not handed out again until ``done``; adds that
+  arrive meanwhile fold into one follow-up run, released by ``done``;
+- ready keys are served EVENT before RESYNC, then oldest due time first.
+
+Unlike client-go, ``get`` returns ``None`` as soon as the queue shuts down
+instead of draining it: a drain would start one Ansible run per key.
+
+For client-go's ``workqueue_*`` metrics the queue reports, through an optional
+:class:`Observer`, how long each key waited once ready and how long a worker
+held it, and :meth:`WorkQueue.stats` gives the rest at scrape time. A pending
+key counts as added to client-go's queue at its due time, which is exactly
+when client-go's delaying queue would have added it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Protocol
+
+from runner.base.clock import Clock, MonotonicClock
+from runner.kube.types import ObjectKey
+
+
+class Priority(IntEnum):
+    """Higher is served first (controller-runtime's numbers: initial list is -100)."""
+
+    RESYNC = -100  # periodic requeues and the initial-list backlog after a restart
+    EVENT = 0  # a watch event: someone just changed something
+
+
+class Observer(Protocol):
+    """Told, under the queue's lock, about each key handed out and each key released."""
+
+    def queued(self, seconds: float) -> None:
+        """A key waited ``seconds`` between becoming ready and being handed out."""
+
+    def worked(self, seconds: float) -> None:
+        """A worker held a key ``seconds``, from ``get`` to ``done``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """The queue at one instant, in client-go's workqueue terms."""
+
+    ready: int  # keys due and not handed out (client-go's depth: follow-ups of running keys too)
+    adds: int  # keys that became ready since the start (handed out + ready now)
+    retries: int  # add_after and add_rate_limited calls (client-go counts every AddAfter)
+    unfinished_seconds: float  # summed time the keys handed out now have been held
+    longest_running_seconds: float  # how long the oldest key handed out now has been held
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    priority: Priority
+    due: float
+    stamp: int  # heap tuples carrying another stamp are stale
+
+
+class WorkQueue:
+    """Thread-safe, deduplicating, delaying, rate-limited queue of object keys.
+
+    Backoff defaults differ from controller-runtime's 5 ms → 1000 s on purpose:
+    each retry costs about 0.6 CPU-seconds of Ansible, so with a 5 ms base the
+    first eight retries would all land within about a second, burning CPU on a
+    failure that usually needs a human or another object to change. 1 s → 300 s
+    keeps a failing CR cheap and still retries it within five minutes.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        base_delay: float = 1.0,
+        max_delay: float = 300.0,
+        observer: Observer | None = None,
+    ) -> None:
+        self._clock: Clock = clock or MonotonicClock()
+        self._observer = observer
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+        self._cond = threading.Condition()
+        self._pending: dict[ObjectKey, _Entry] = {}
+        self._ready: list[tuple[int, float, int, ObjectKey]] = []  # (-priority, due, stamp, key)
+        self._waiting: list[tuple[float, int, ObjectKey]] = []  # (due, stamp, key)
+        self._processing: dict[ObjectKey, Priority] = {}  # key -> priority it was served at
+        self._failures: dict[ObjectKey, int] = {}
+        self._stamps = itertools.count()
+        self._shutting_down = False
+        # Metrics only: when each key handed out was handed out; counters.
+        self._started: dict[ObjectKey, float] = {}
+        self._handed_out = 0
+        self._retries = 0
+
+    # -- producers ----------------------------------------------------------
+
+    def add(self, key: ObjectKey, *, priority: Priority = Priority.EVENT) -> None:
+        """Make ``key`` ready now. Already pending: folded in (priority may rise)."""
+        with self._cond:
+            self._put(key, priority=priority, due=self._clock.now())
+
+    def add_after(
+        self, key: ObjectKey, delay: float, *, priority: Priority = Priority.RESYNC
+    ) -> None:
+        """Make ``key`` ready ``delay`` seconds from now; an earlier pending time wins.
+
+        The worker calls this for ``requeue_after`` / the reconcile period, after
+        ``forget`` (a requested requeue is not a failure), and before ``done``.
+        """
+        with self._cond:
+            self._count_retry()
+            self._put(key, priority=priority, due=self._clock.now() + max(0.0, delay))
+
+    def add_rate_limited(self, key: ObjectKey, *, priority: Priority | None = None) -> None:
+        """Retry ``key`` after ``base_delay * 2**failures`` (capped), counting one failure.
+
+        The worker calls this when a reconcile raised or Ansible reported a
+        failed task, before ``done``; no ``forget``, so the next failure waits
+        twice as long. ``priority`` defaults to the one the key was served at
+        (controller-runtime keeps it too), else EVENT.
+        """
+        with self._cond:
+            self._count_retry()
+            failures = self._failures.get(key, 0)
+            self._failures[key] = failures + 1
+            # min() on the exponent first: 2**1100 would overflow a float.
+            delay = min(self._base_delay * 2.0 ** min(failures, 64), self._max_delay)
+            if priority is None:
+                priority = self._processing.get(key, Priority.EVENT)
+            self._put(key, priority=priority, due=self._clock.now() + delay)
+
+    def failures(self, key: ObjectKey) -> int:
+        with self._cond:
+            return self._failures.get(key, 0)
+
+    def forget(self, key: ObjectKey) -> None:
+        """Reset ``key``'s backoff. Call on success and on ``requeue_after``, never on failure."""
+        with self._cond:
+            self._failures.pop(key, None)
+
+    def shutdown(self) -> None:
+        """Stop handing out keys and wake every blocked ``get``; later adds are dropped."""
+        with self._cond:
+            self._shutting_down = True
+            self._cond.notify_all()
+
+    @property
+    def shutting_down(self) -> bool:
+        with self._cond:
+            return self._shutting_down
+
+    # -- consumers ----------------------------------------------------------
+
+    def get(self, timeout: float | None = None) -> ObjectKey | None:
+        """Block until a key is ready and hand it out, marked as processing.
+
+        Returns ``None`` after ``timeout`` clock-seconds or on shutdown. Every key
+        returned must be passed to ``done`` exactly once, whatever the outcome.
+        """
+        with self._cond:
+            now = self._clock.now()
+            deadline = None if timeout is None else now + timeout
+            try:
+                while not self._shutting_down:
+                    now = self._clock.now()
+                    self._promote(now)
+                    key = self._pop_ready(now)
+                    if key is not None:
+                        return key
+                    if deadline is not None and now >= deadline:
+                        return None
+                    wake = self._waiting[0][0] if self._waiting else None
+                    if deadline is not None and (wake is None or deadline < wake):
+                        wake = deadline
+                    self._clock.wait_until(self._cond, wake)
+                return None
+            finally:
+                # Hand the baton on: another getter re-checks what is left and
+                # takes over waiting for the next due time this one may have held.
+                if self._pending:
+                    self._cond.notify()
+
+    def done(self, key: ObjectKey) -> None:
+        """Release ``key``; a follow-up that arrived while it ran becomes servable.
+
+        Call after the outcome was recorded (``forget`` / ``add_after`` /
+        ``add_rate_limited``), so the follow-up sees the new backoff state.
+        """
+        with self._cond:
+            self._processing.pop(key, None)
+            started = self._started.pop(key, None)
+            if started is not None and self._observer is not None:
+                self._observer.worked(max(0.0, self._clock.now() - started))
+            entry = self._pending.get(key)
+            if entry is not None and entry.due <= self._clock.now():
+                heapq.heappush(self._ready, (-entry.priority, entry.due, entry.stamp, key))
+                self._cond.notify()
+
+    # -- metrics ------------------------------------------------------------
+
+    def depth(self) -> int:
+        """Keys waiting to run: ready, delayed, and follow-ups of running keys."""
+        with self._cond:
+            return len(self._pending)
+
+    def __len__(self) -> int:
+        return self.depth()
+
+    def in_flight(self) -> int:
+        """Keys handed out and not yet ``done``."""
+        with self._cond:
+            return len(self._processing)
+
+    def stats(self) -> Stats:
+        """Counts and ages for client-go's ``workqueue_*`` metrics, read at scrape time."""
+        with self._cond:
+            now = self._clock.now()
+            ready = sum(1 for entry in self._pending.values() if entry.due <= now)
+            held = [max(0.0, now - started) for started in self._started.values()]
+            return Stats(
+                ready=ready,
+                # Every key that became ready is either still ready or was handed
+                # out, so this never decreases, like client-go's adds counter.
+                adds=self._handed_out + ready,
+                retries=self._retries,
+                unfinished_seconds=sum(held),
+                longest_running_seconds=max(held, default=0.0),
+            )
+
+    # -- internals (caller holds self._cond) ---------------------------------
+
+    def _put(self, key: ObjectKey, *, priority: Priority, due: float) -> None:
+        if self._shutting_down:
+            return
+        old = self._pending.get(key)
+        if old is not None:
+            priority = max(old.priority, priority)
+            due = min(old.due, due)
+            if (priority, due) == (old.priority, old.due):
+                return
+        entry = _Entry(priority=priority, due=due, stamp=next(self._stamps))
+        self._pending[key] = entry
+        if due > self._clock.now():
+            if len(self._waiting) > 2 * len(self._pending) + 64:
+                # Every event between two reconcile periods strands the old
+                # delayed tuple; drop stale ones so a busy queue stays small.
+                self._waiting = [t for t in self._waiting if self._current(t[2], t[1])]
+                heapq.heapify(self._waiting)
+            heapq.heappush(self._waiting, (due, entry.stamp, key))
+            if self._waiting[0][1] == entry.stamp:
+                # A new earliest due time: getters waiting for a later one re-plan.
+                self._cond.notify_all()
+        elif key not in self._processing:  # else done() releases it
+            heapq.heappush(self._ready, (-priority, due, entry.stamp, key))
+            self._cond.notify()
+
+    def _current(self, key: ObjectKey, stamp: int) -> _Entry | None:
+        entry = self._pending.get(key)
+        return entry if entry is not None and entry.stamp == stamp else None
+
+    def _promote(self, now: float) -> None:
+        """Move entries whose time has come from the waiting heap to the ready heap."""
+        while self._waiting and self._waiting[0][0] <= now:
+            _, stamp, key = heapq.heappop(self._waiting)
+            entry = self._current(key, stamp)
+            if entry is not None and key not in self._processing:
+                heapq.heappush(self._ready, (-entry.priority, entry.due, stamp, key))
+
+    def _count_retry(self) -> None:
+        if not self._shutting_down:
+            self._retries += 1
+
+    def _pop_ready(self, now: float) -> ObjectKey | None:
+        while self._ready:
+            _, _, stamp, key = heapq.heappop(self._ready)
+            entry = self._current(key, stamp)
+            # A processing key's entry waits for done(); never two workers on one key.
+            if entry is None or key in self._processing:
+                continue
+            del self._pending[key]
+            self._processing[key] = entry.priority
+            self._started[key] = now
+            self._handed_out += 1
+            if self._observer is not None:
+                # Ready since its due time: the add, the delay's end, or a running key's add.
+                self._observer.queued(max(0.0, now - entry.due))
+            return key
+        return None

@@ -1,0 +1,5 @@
+"""Where one reconcile happens: the controller's workers take keys from the queue and apply
+the result semantics (``controller``); ``reconciler`` reads the object, marks it Running,
+runs Ansible and writes the outcome; ``overrides`` holds the CR's annotations to their ranges.
+Flow: watch → queue → **reconcile** → ansible → status.
+"""

@@ -1,0 +1,298 @@
+"""The status conditions operator-sdk's Ansible operator writes, and the one write.
+
+Flow: watch → queue → reconcile → ansible → **status**. The reconciler marks a
+CR Running before Ansible starts and Successful or Failure after it ends.
+Users' scripts, ``kubectl wait`` and dashboards read these conditions, so the
+types, statuses, reasons and messages are a compatibility contract with
+operator-sdk (``controller/reconcile.go`` markRunning/markDone/markError and
+``controller/status/utils.go`` SetCondition); they are reproduced exactly:
+
+==================  =========================================================
+phase               conditions
+==================  =========================================================
+``mark_running``    Successful→False (reason, message kept);
+                    Running{True, Running, "Running reconciliation"}
+``mark_successful`` Running{True, Successful, "Awaiting next reconciliation",
+                    ansibleResult}; Successful{True, Successful, "Last
+                    reconciliation succeeded"}; Failure{False, "", ""}
+``mark_failed``     Running→False; Failure{True, Failed, message,
+                    ansibleResult}; Successful{False, "", ""}
+``mark_error``      Running→False; Successful→False; Failure{True, Failed, msg}
+==================  =========================================================
+
+Known wart, kept on purpose: ``mark_running`` flips Successful to False for the
+length of every run, even a no-op one (operator-sdk #5235, AOP #18 / OSDK
+#6560), and it stays False if a role ends early with ``requeue_after``.
+Readers should watch ``Running``'s reason, or Failure, rather than Successful.
+
+Deliberate differences, none visible in types/statuses/reasons/messages:
+
+- ``lastTransitionTime`` becomes ``now`` whenever a condition's status changes.
+  operator-sdk copies the old condition when it flips one to False and so
+  keeps its old time; that breaks the Kubernetes convention.
+- Condition dicts are kept whole: operator-sdk re-parses them into its own
+  struct, dropping fields such as ``observedGeneration`` of custom conditions.
+- A write whose patch would change nothing is skipped. operator-sdk always
+  rewrites Failure, but an identical update is a no-op on the API server too
+  (no new resourceVersion, no watch event), so only a round trip is saved.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from runner.base import errors
+from runner.kube import errors as kube_errors
+from runner.kube.types import GVK, KubeObject
+
+#: One entry of ``status.conditions``. A plain dict: custom conditions written by
+#: roles (k8s_status) may carry any field, and every field must survive.
+Condition = dict[str, Any]
+
+RUNNING = "Running"
+SUCCESSFUL = "Successful"
+FAILURE = "Failure"
+
+REASON_RUNNING = "Running"
+REASON_SUCCESSFUL = "Successful"
+REASON_FAILED = "Failed"
+
+MESSAGE_RUNNING = "Running reconciliation"
+MESSAGE_AWAITING = "Awaiting next reconciliation"
+MESSAGE_SUCCEEDED = "Last reconciliation succeeded"
+#: operator-sdk's text for a failed task without ``res.msg``.
+MESSAGE_UNKNOWN_FAILURE = "unknown playbook failure"
+
+
+@dataclass(frozen=True)
+class AnsibleResult:
+    """``playbook_on_stats`` counts for host ``localhost``, as shown on the CR."""
+
+    ok: int
+    changed: int
+    skipped: int
+    failures: int
+    completion: str  # RFC3339, when the run finished
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "changed": self.changed,
+            "skipped": self.skipped,
+            "failures": self.failures,
+            "completion": self.completion,
+        }
+
+
+def rfc3339(moment: datetime) -> str:
+    """Format as Kubernetes' ``metav1.Time`` does: UTC, whole seconds. Naive means UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- transitions: pure, each returns a new list ------------------------------
+
+
+def mark_running(conditions: Sequence[Condition], *, now: datetime) -> list[Condition]:
+    """Before Ansible starts."""
+    out = copy.deepcopy(list(conditions))
+    successful = _find(out, SUCCESSFUL)
+    if successful is not None:
+        out = _set(out, {**successful, "status": "False"}, now=now)
+    return _set(
+        out, _new(RUNNING, status="True", reason=REASON_RUNNING, message=MESSAGE_RUNNING), now=now
+    )
+
+
+def mark_successful(
+    conditions: Sequence[Condition], *, result: AnsibleResult, now: datetime
+) -> list[Condition]:
+    """After a run without failed tasks."""
+    out = copy.deepcopy(list(conditions))
+    running = _new(
+        RUNNING, status="True", reason=REASON_SUCCESSFUL, message=MESSAGE_AWAITING, result=result
+    )
+    out = _set(out, running, now=now)
+    out = _set(
+        out,
+        _new(SUCCESSFUL, status="True", reason=REASON_SUCCESSFUL, message=MESSAGE_SUCCEEDED),
+        now=now,
+    )
+    return _set(out, _new(FAILURE, status="False", reason="", message=""), now=now)
+
+
+def mark_failed(
+    conditions: Sequence[Condition], *, result: AnsibleResult, message: str, now: datetime
+) -> list[Condition]:
+    """After a run with failed tasks. ``message``: their ``res.msg`` joined with newlines;
+    blank gives operator-sdk's default.
+    """
+    out = copy.deepcopy(list(conditions))
+    running = _find(out, RUNNING)
+    if running is not None:
+        out = _set(out, {**running, "status": "False"}, now=now)
+    failure = _new(
+        FAILURE,
+        status="True",
+        reason=REASON_FAILED,
+        message=message or MESSAGE_UNKNOWN_FAILURE,
+        result=result,
+    )
+    out = _set(out, failure, now=now)
+    return _set(out, _new(SUCCESSFUL, status="False", reason="", message=""), now=now)
+
+
+def mark_error(conditions: Sequence[Condition], *, message: str, now: datetime) -> list[Condition]:
+    """A reconcile that could not run Ansible at all (bad annotation, launch failure)."""
+    out = copy.deepcopy(list(conditions))
+    for kind in (RUNNING, SUCCESSFUL):
+        current = _find(out, kind)
+        if current is not None:
+            out = _set(out, {**current, "status": "False"}, now=now)
+    return _set(out, _new(FAILURE, status="True", reason=REASON_FAILED, message=message), now=now)
+
+
+def _new(
+    kind: str, *, status: str, reason: str, message: str, result: AnsibleResult | None = None
+) -> Condition:
+    condition: Condition = {"type": kind, "status": status}
+    if result is not None:
+        condition["ansibleResult"] = result.to_dict()
+    condition["reason"] = reason
+    condition["message"] = message
+    return condition
+
+
+def _find(conditions: Sequence[Condition], kind: str) -> Condition | None:
+    return next((c for c in conditions if c.get("type") == kind), None)
+
+
+def _set(conditions: list[Condition], condition: Condition, *, now: datetime) -> list[Condition]:
+    """operator-sdk's SetCondition: skip if status and reason are unchanged (except
+    Failure, always rewritten); keep lastTransitionTime if status is unchanged;
+    a rewritten condition moves to the end of the list, as there.
+    """
+    current = _find(conditions, condition["type"])
+    same_status = current is not None and current.get("status") == condition["status"]
+    if (
+        current is not None
+        and same_status
+        and condition["type"] != FAILURE
+        and current.get("reason") == condition["reason"]
+    ):
+        return conditions
+    transition = rfc3339(now)
+    if current is not None and same_status and "lastTransitionTime" in current:
+        transition = current["lastTransitionTime"]
+    written = {"type": condition["type"], "status": condition["status"]}
+    written["lastTransitionTime"] = transition
+    written.update({k: v for k, v in condition.items() if k not in written})
+    return [c for c in conditions if c.get("type") != condition["type"]] + [written]
+
+
+# -- the write ---------------------------------------------------------------
+
+
+class StatusClient(Protocol):
+    """The two calls :func:`write` makes; :class:`runner.kube.client.Client` has both.
+
+    A protocol rather than the class so unit tests can pass a two-method fake.
+    """
+
+    def get(self, gvk: GVK, *, name: str, namespace: str | None = None) -> KubeObject: ...
+
+    def patch(
+        self,
+        gvk: GVK,
+        *,
+        name: str,
+        namespace: str | None = None,
+        body: Any,
+        subresource: str = "",
+    ) -> KubeObject: ...
+
+
+def write(
+    client: StatusClient,
+    *,
+    gvk: GVK,
+    namespace: str | None,
+    name: str,
+    conditions_update: Callable[[list[Condition]], list[Condition]],
+    observed_generation: int | None,
+    retries: int = 5,
+    current: KubeObject | None = None,
+    uid: str | None = None,
+) -> KubeObject | None:
+    """Apply ``conditions_update`` to the live object's conditions and patch its status.
+
+    Reads the object fresh (a cached copy could be stale and undo a role's
+    write), then sends a JSON merge patch to the ``status`` subresource holding
+    only ``conditions`` (the whole merged list: merge patch replaces lists) and
+    ``observedGeneration``, so other status keys written by roles
+    (``k8s_status``) survive. ``metadata.resourceVersion`` in the patch makes it
+    conditional; on 409 the read and transition are redone, up to ``retries``
+    times. Returns the updated object (the live one if nothing changed), or
+    ``None`` if the object is gone.
+
+    ``current``, when given (the object a previous write returned, or the cached
+    copy), replaces the first read: the patch is still conditional on its
+    resourceVersion, so a stale copy only costs a 409 and a fresh read. A write
+    based on it is never skipped as a no-op, since the copy may be stale.
+
+    ``uid``, when given, pins the write to that incarnation of the object: an
+    object deleted and re-created under the same name (a new uid) during the run
+    counts as gone, and never gets the old run's result. The uid is checked on
+    every object the transition is applied to; the patch's ``resourceVersion``
+    then covers a re-creation between that read and the patch, since a
+    resourceVersion names one version of one object (a re-created one never
+    shares it). The uid is not sent: the status subresource ignores all of
+    ``metadata`` but ``resourceVersion`` (a ``metadata.uid`` there is neither
+    checked nor applied; measured on the embedded cluster, v1.36).
+    """
+    attempt = 0
+    while True:
+        fresh = current is None
+        try:
+            live = (
+                current if current is not None else client.get(gvk, name=name, namespace=namespace)
+            )
+        except kube_errors.NotFoundError:
+            return None
+        current = None
+        live_meta = live.get("metadata") or {}
+        if uid is not None and live_meta.get("uid") != uid:
+            return None  # ours was deleted; this one is a re-creation under its name
+        status = live.get("status")
+        status = status if isinstance(status, dict) else {}
+        raw = status.get("conditions")
+        # Non-object entries cannot be conditions; operator-sdk drops them too.
+        before = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
+        conditions = conditions_update(copy.deepcopy(before))
+        patch: dict[str, Any] = {"conditions": conditions}
+        if observed_generation is not None:
+            patch["observedGeneration"] = observed_generation
+        unchanged = conditions == (raw or []) and (
+            observed_generation is None or status.get("observedGeneration") == observed_generation
+        )
+        if unchanged and fresh:
+            return live
+        body = {"metadata": {"resourceVersion": live_meta.get("resourceVersion")}, "status": patch}
+        try:
+            return client.patch(
+                gvk, name=name, namespace=namespace, body=body, subresource="status"
+            )
+        except kube_errors.NotFoundError:
+            return None
+        except kube_errors.ConflictError as exc:
+            if attempt >= retries:
+                where = f"{namespace}/{name}" if namespace else name
+                raise errors.ReconcileError(
+                    f"status of {gvk.kind} {where}: still conflicting after {retries} retries"
+                ) from exc
+            attempt += 1

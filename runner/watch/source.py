@@ -1,0 +1,326 @@
+"""Watch streams: list + watch one kind in one namespace, keep a cache, emit events.
+
+An :class:`Informer` runs in its own thread. It lists (filling its store), then
+watches from the list's resourceVersion. It resumes from the last seen
+resourceVersion when the stream ends, relists on 410 Gone, and reconnects with
+capped exponential backoff while the API server is away. On every relist it
+diffs the store against the fresh list and emits the differences — including
+deletions that happened while it was disconnected — so no change is lost.
+
+Events go to a handler (the controller's enqueue, after predicates). The store
+doubles as a read cache for reconciles.
+
+One object never blinds an informer. An object that cannot be decoded (nested
+deeper than ``json.loads`` goes, see :mod:`runner.kube.decode`) — in a LIST or
+a watch event — is skipped with one error log naming it; the resourceVersion
+still advances, the other objects still flow, the list still syncs, and
+``on_rejected`` (the manager's hook that marks a primary CR failed) hears of
+it. A handler that raises on one event is logged with the object named and the
+stream goes on.
+
+Errors the API server answers while it gets ready are retried quietly (debug):
+a kind whose CRD was just created is first not served (404), then refused with
+429 "storage is (re)initializing" for a moment. Only when an error outlasts a
+few retries (:data:`QUIET_RETRIES`), or is of another kind, is it a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from runner.kube import decode
+from runner.kube import errors as kube_errors
+from runner.kube.client import Client, Query
+from runner.kube.types import KubeObject, ObjectKey, Resource, WatchEvent, make_key, object_key
+from runner.watch.predicate import Event, EventType
+
+Handler = Callable[[Event], None]
+#: Told of each new version of an object that could not be decoded (not of deletions).
+OnRejected = Callable[[decode.Rejected], None]
+
+WATCH_TIMEOUT_SECONDS = 300  # server closes the stream after this; we resume from rv
+BACKOFF_START = 0.2
+BACKOFF_MAX = 10.0
+#: Consecutive transient errors retried at debug level before they are warnings (~6 s).
+QUIET_RETRIES = 5
+#: Answers that mean "not yet", not "wrong": too many requests / storage initializing,
+#: server busy, and (before the first list succeeded) a kind not served yet.
+_TRANSIENT = frozenset({429, 503, 504})
+
+
+class Informer:
+    """List+watch of one resource in one namespace (``None``: all namespaces)."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        resource: Resource,
+        namespace: str | None,
+        handler: Handler,
+        log: logging.Logger | logging.LoggerAdapter[logging.Logger],
+        label_selector: str = "",
+        on_rejected: OnRejected | None = None,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self._handler = handler
+        self._on_rejected = on_rejected
+        self._log = log
+        self._store: dict[ObjectKey, KubeObject] = {}
+        self._lock = threading.Lock()
+        self._resource_version = ""
+        # Objects skipped as undecodable → (uid, generation, reason) last logged at error:
+        # a relist or a status write re-sends them, and one error per version is enough.
+        self._rejected: dict[ObjectKey, tuple[str, str, str]] = {}
+        self._last_activity = time.monotonic()
+        self.synced = threading.Event()
+
+    def last_activity(self) -> float:
+        """``time.monotonic()`` of the loop's latest sign of life.
+
+        Touched on every list attempt, every watch event (bookmarks included),
+        every end of a watch stream and every backoff. While the loop is healthy
+        it is never older than the longest quiet watch: the API server sends a
+        bookmark about once a minute and closes the stream after
+        :data:`WATCH_TIMEOUT_SECONDS`; the read timeout
+        (``WATCH_TIMEOUT_SECONDS + 30``) or a backoff (at most ``1.5 *``
+        :data:`BACKOFF_MAX`) bounds the rest. For a liveness check: an age well
+        past ``WATCH_TIMEOUT_SECONDS + 30`` means the thread is stuck.
+        """
+        return self._last_activity
+
+    def _touch(self) -> None:
+        self._last_activity = time.monotonic()
+
+    # -- cache ------------------------------------------------------------
+
+    def get(self, key: ObjectKey) -> KubeObject | None:
+        with self._lock:
+            return self._store.get(key)
+
+    # -- loop -------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Thread body: list, watch, resume, relist; never raises."""
+        delay = BACKOFF_START
+        quiet = 0  # consecutive transient errors so far
+        while not stop.is_set():
+            try:
+                if not self._resource_version:
+                    self._relist()
+                for event in self._watch():
+                    self._touch()
+                    if stop.is_set():
+                        return
+                    quiet = 0
+                    self._apply(event)
+                self._touch()
+                delay = BACKOFF_START  # a clean server-side timeout: resume at once
+                quiet = 0
+            except kube_errors.GoneError:
+                self._touch()
+                self._log.info("watch expired, relisting", extra=self._ident())
+                self._resource_version = ""
+            except (kube_errors.KubeError, ValueError) as exc:
+                self._touch()
+                quiet = quiet + 1 if self._transient(exc) else QUIET_RETRIES + 1
+                level = logging.DEBUG if quiet <= QUIET_RETRIES else logging.WARNING
+                self._log.log(
+                    level,
+                    "watch interrupted, reconnecting",
+                    extra={**self._ident(), "error": str(exc), "retry_in": round(delay, 2)},
+                )
+                stop.wait(delay * (0.5 + random.random()))  # jitter: don't stampede
+                delay = min(delay * 2, BACKOFF_MAX)
+            except Exception:  # never let the thread die: that would silently stop a watch
+                self._touch()
+                self._log.exception("watch loop error", extra=self._ident())
+                stop.wait(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+
+    def _transient(self, exc: Exception) -> bool:
+        if not isinstance(exc, kube_errors.ApiError):
+            return False
+        if exc.status == 404:  # a CRD just created is served a moment later
+            return not self.synced.is_set()
+        return exc.status in _TRANSIENT
+
+    def _ident(self) -> dict[str, str]:
+        return {"resource": self.resource.plural, "namespace": self.namespace or "*"}
+
+    def _query(self) -> Query:
+        query: Query = {}
+        if self.label_selector:
+            query["labelSelector"] = self.label_selector
+        return query
+
+    def _relist(self) -> None:
+        self._touch()
+        listing = self.client.list_objects(
+            self.resource.path(namespace=self.namespace), query=self._query()
+        )
+        api_version = self.resource.gvk.api_version
+        fresh: dict[ObjectKey, KubeObject] = {}
+        for item in listing.items:
+            try:
+                # List items carry no apiVersion/kind; restore them so handlers see whole objects.
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", self.resource.gvk.kind)
+                fresh[object_key(item)] = item
+            except Exception as exc:  # not an object with metadata: skip it, not the list
+                self._unhandled(item, event="LIST", exc=exc)
+        rejected: set[ObjectKey] = set()
+        for bad in listing.rejected:
+            key = self._reject(bad, event="LIST")
+            if key is not None:
+                rejected.add(key)
+                fresh.pop(key, None)
+        # Only objects still undecodable stay remembered.
+        self._rejected = {k: v for k, v in self._rejected.items() if k in rejected}
+        with self._lock:
+            old_store, self._store = self._store, fresh
+        self._resource_version = str(listing.metadata.get("resourceVersion", ""))
+        initial = not self.synced.is_set()
+        for key, obj in fresh.items():
+            previous = old_store.get(key)
+            if previous is None:
+                self._emit(Event(EventType.ADDED, obj, initial=initial))
+            elif _rv(previous) != _rv(obj):
+                self._emit(Event(EventType.MODIFIED, obj, old=previous, initial=initial))
+        for key, obj in old_store.items():
+            # A rejected object still exists: it was not deleted, only became unreadable.
+            if key not in fresh and key not in rejected:
+                self._emit(Event(EventType.DELETED, obj, initial=initial))
+        self.synced.set()
+
+    def _watch(self) -> Iterator[WatchEvent | decode.Rejected]:
+        query: Query = {
+            **self._query(),
+            "resourceVersion": self._resource_version,
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": WATCH_TIMEOUT_SECONDS,
+        }
+        path = self.resource.path(namespace=self.namespace)
+        # Bookmarks arrive about once a minute; silence well past the server timeout means
+        # the connection is dead.
+        for line in self.client.stream(path, query=query, read_timeout=WATCH_TIMEOUT_SECONDS + 30):
+            if isinstance(line, decode.Rejected):
+                yield line
+                continue
+            kind = line.get("type")
+            obj = line.get("object") or {}
+            if kind == "ERROR":
+                code = int(obj.get("code", 0))
+                raise kube_errors.api_error(status=code or 500, method="WATCH", path=path, body=obj)
+            yield {"type": str(kind), "object": obj}
+
+    def _apply(self, event: WatchEvent | decode.Rejected) -> None:
+        if isinstance(event, decode.Rejected):
+            self._reject(event, event=event.type or "WATCH")
+            return
+        kind, obj = event["type"], event["object"]
+        rv = _rv(obj)
+        if rv:
+            self._resource_version = rv
+        if kind == "BOOKMARK":
+            return
+        try:
+            key = object_key(obj)
+            with self._lock:
+                previous = self._store.get(key)
+                if kind == "DELETED":
+                    self._store.pop(key, None)
+                else:
+                    self._store[key] = obj
+            self._rejected.pop(key, None)  # readable again, or gone
+            if kind == "ADDED" and previous is not None:
+                kind = "MODIFIED"  # re-sent after a resume: it is an update to what we hold
+            event_type = EventType(kind)
+        except Exception as exc:  # one odd event must not stop the stream at this rv
+            self._unhandled(obj, event=str(kind), exc=exc)
+            return
+        self._emit(Event(event_type, obj, old=previous))
+
+    def _emit(self, event: Event) -> None:
+        """Hand one event to the handler; what it raises is logged, never propagated."""
+        try:
+            self._handler(event)
+        except Exception as exc:
+            self._unhandled(event.obj, event=event.type.value, exc=exc)
+
+    def _unhandled(self, obj: Any, *, event: str, exc: Exception) -> None:
+        meta = _meta(obj)
+        self._log.error(
+            "event not handled",
+            exc_info=exc,
+            extra={
+                **self._ident(),
+                "kind": self.resource.gvk.kind,
+                "object": _key_of(meta),
+                "resourceVersion": str(meta.get("resourceVersion", "")),
+                "event": event,
+                "error": f"{type(exc).__name__}: {exc}",
+            },
+        )
+
+    def _reject(self, rejected: decode.Rejected, *, event: str) -> ObjectKey | None:
+        """Skip an object that could not be decoded; return its key if it has one."""
+        meta = _meta(rejected.obj)
+        rv = str(meta.get("resourceVersion", ""))
+        if rv and event != "LIST":
+            self._resource_version = rv  # move past it: resuming here would re-send it
+        fields = {
+            **self._ident(),
+            "kind": self.resource.gvk.kind,
+            "object": _key_of(meta),
+            "resourceVersion": rv,
+            "event": event,
+            "reason": rejected.reason,
+        }
+        if not isinstance(meta.get("name"), str) or not meta.get("name"):
+            self._log.error("object skipped: it could not be decoded", extra=fields)
+            return None
+        key = make_key(namespace=str(meta.get("namespace") or ""), name=str(meta["name"]))
+        with self._lock:
+            previous = self._store.pop(key, None)  # the cached copy is no longer the object
+        seen = (str(meta.get("uid", "")), str(meta.get("generation", "")), rejected.reason)
+        if self._rejected.get(key) != seen:
+            self._log.error("object skipped: it could not be decoded", extra=fields)
+        else:
+            self._log.debug("object skipped again: it could not be decoded", extra=fields)
+        if event == "DELETED":
+            self._rejected.pop(key, None)
+            if previous is not None:
+                self._emit(Event(EventType.DELETED, previous))
+            return key
+        self._rejected[key] = seen
+        if self._on_rejected is not None:
+            try:
+                self._on_rejected(rejected)
+            except Exception:
+                self._log.exception("reporting an undecodable object failed", extra=fields)
+        return key
+
+
+def _meta(obj: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _key_of(meta: dict[str, Any]) -> str:
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not isinstance(name, str) or not name:
+        return "<unnamed>"
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
+
+
+def _rv(obj: KubeObject) -> str:
+    return str(_meta(obj).get("resourceVersion", ""))
