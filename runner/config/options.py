@@ -93,6 +93,14 @@ class Settings:
     dev: bool = False  # run --dev: runs read a snapshot; edits reconcile again (tools.devloop)
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
+    def __post_init__(self) -> None:
+        # Every per-watch environment override is read now, so a bad one stops the runner at
+        # start-up (naming the variable) instead of failing a reconcile after Running was
+        # written. The reads are pure: later calls return the same values.
+        for watch in self.watches:
+            self.workers_for(watch.gvk)
+            self.verbosity_for(watch.gvk)
+
     def workers_for(self, gvk: GVK) -> int:
         """Workers for one watch: ``MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>`` (or the
         deprecated ``WORKER_<KIND>_<GROUP>``), else ``--max-concurrent-reconciles``."""

@@ -3,6 +3,7 @@ runner before it watches anything, with one line naming the cause."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -14,7 +15,9 @@ import pytest
 import runner
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "runner", *args],
         cwd=cwd,
@@ -23,7 +26,13 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
         # No cluster is reachable: a config error must be reported before any connection.
-        env={"KUBECONFIG": str(cwd / "missing-kubeconfig"), "PATH": "/usr/bin:/bin"},
+        env={
+            "KUBECONFIG": str(cwd / "missing-kubeconfig"),
+            "PATH": "/usr/bin:/bin",
+            # The tree under test, when it is not the installed one (a worktree).
+            **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+            **(env or {}),
+        },
     )
 
 
@@ -66,6 +75,24 @@ def test_invalid_watches_stop_the_runner(tmp_path: Path, content: str, expected:
     answer = run("run", "--watches-file=./watches.yaml", cwd=tmp_path)
     assert answer.returncode == 2, f"expected exit 2, saw {answer.returncode}: {answer.stderr}"
     assert "watches.yaml" in answer.stderr and expected in answer.stderr, answer.stderr
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        pytest.param("ANSIBLE_VERBOSITY_K_G_IO", id="verbosity"),
+        pytest.param("MAX_CONCURRENT_RECONCILES_K_G_IO", id="workers"),
+        pytest.param("WORKER_K_G_IO", id="deprecated-workers"),
+    ],
+)
+def test_a_bad_per_watch_variable_stops_the_runner_naming_it(tmp_path: Path, variable: str) -> None:
+    # Read at start-up, not in a reconcile after Running was written.
+    (tmp_path / "roles" / "k" / "tasks").mkdir(parents=True)
+    (tmp_path / "roles" / "k" / "tasks" / "main.yml").write_text("[]\n")
+    (tmp_path / "watches.yaml").write_text("- {version: v1, group: g.io, kind: K, role: roles/k}\n")
+    answer = run("run", "--watches-file=./watches.yaml", cwd=tmp_path, env={variable: "loud"})
+    assert answer.returncode == 2, f"expected exit 2, saw {answer.returncode}: {answer.stderr}"
+    assert f"${variable}: not an integer: 'loud'" in answer.stderr, answer.stderr
 
 
 def test_metrics_rbac_without_tls_is_refused(tmp_path: Path) -> None:
