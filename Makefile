@@ -76,14 +76,19 @@ $(VENV_ANSIBLE_218)/.installed: pyproject.toml hack/constraints/ansible-2.18.txt
 ##@ Development
 
 .PHONY: check
-check: test ## The gate (same as test): every linter, then every test.
+check: venv ## The inner loop, no cluster: the Python linters and the unit tests (make test is the gate).
+	$(MAKE) --no-print-directory lint-python
+	KUBECONFIG= $(BIN)/pytest -q -m 'not integration'
 
-.PHONY: lint
-lint: venv ## ruff, mypy --strict, import-layer contracts, ansible-lint (roles, playbooks), hadolint (Dockerfile).
+.PHONY: lint-python
+lint-python: venv ## ruff, mypy --strict, import contracts.
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+.PHONY: lint
+lint: venv lint-python ## The Python linters, ansible-lint (roles, playbooks), hadolint (Dockerfile).
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/runner/collection $(BIN)/ansible-lint --offline --profile production roles/ playbooks/
 	$(BIN)/hadolint Dockerfile
 
