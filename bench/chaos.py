@@ -6,7 +6,7 @@
 It starts its OWN embedded cluster (own data dir under ``.cluster/``, kernel-chosen
 ports) because it stops the API server and etcd; the shared cluster is never
 touched. Two ``playbook-operator run --leader-elect`` replicas
-(``bench/chaos_replicas.py``), each behind its own ``tests/relay.py`` relay,
+(``bench/chaos_replicas.py``), each behind its own ``testkit/relay.py`` relay,
 reconcile ``--crs`` ``Chaos`` CRs with ``bench/roles/chaos``: the role mirrors
 ``spec.value`` (and the CR's uid) into a child ConfigMap and records the start and
 end of every run in a file per CR (``bench/chaos_runs.py``).

@@ -1,7 +1,7 @@
 """The chaos benchmark's runners: two ``--leader-elect`` replicas, each behind its own relay.
 
 Part of ``make chaos`` (``bench/chaos.py``). Each replica is a real ``playbook-operator
-run`` (``tests/runner/harness.py``) whose kubeconfig points at a ``tests/relay.py``
+run`` (``testkit/harness.py``) whose kubeconfig points at a ``testkit/relay.py``
 relay in front of the API server, so the benchmark can freeze and reset the leader's
 connection alone. A supervisor thread per replica starts it again whenever it exits
 (as a Deployment would), unless the benchmark holds it, and then looks for what the
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import common
-from tests import relay as relays
-from tests.runner.harness import OperatorProcess
+from testkit import relay as relays
+from testkit.harness import OperatorProcess
 
 MARK = "CHAOS_INSTANCE"
 

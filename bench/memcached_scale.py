@@ -23,7 +23,7 @@ seconds of the runner's process tree (runner, warm launchers, Ansible) per run a
 all, and the tree's peak resident memory; then the idle RSS of the runner alone and of
 its tree. The issue's figure is ``--count 100 --size 3`` (300 pods); the default is
 smaller so that the run takes a few minutes on 2 cores. The pods run on a node of
-their own (``tests/memcached/pool.py``: a second kwok, pods ready within a second, no
+their own (``testkit/pool.py``: a second kwok, pods ready within a second, no
 limit on their number; the cluster's own node takes 110 pods and is shared with the
 tests): what is measured is the operator, not kubelets.
 """
@@ -48,8 +48,8 @@ from bench import common
 from runner.kube import client as kube_client
 from runner.kube import errors as kube_errors
 from runner.kube.types import GVK
-from tests.memcached import pool
-from tests.runner.harness import OperatorProcess
+from testkit import pool
+from testkit.harness import OperatorProcess
 
 MiB = 1024 * 1024
 POD = GVK("", "v1", "Pod")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bench import common
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
 
 ANSIBLE_OPERATOR = common.ROOT / "bin" / "ansible-operator"
 ANSIBLE_OPERATOR_VENV = common.ROOT / ".venv-ansible-operator"

@@ -38,7 +38,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
 
 WAVE_TIMEOUT = 900.0
 

@@ -1,1 +1,1 @@
-"""Playbook Operator's tests; a package so tests can share ``tests.helpers``."""
+"""Playbook Operator's tests, laid out as runner/ is; what bench/ shares with them is in ``testkit``."""

@@ -16,7 +16,7 @@ import pytest
 import devcluster
 from runner.kube import client, config, errors
 from runner.kube.types import GVK
-from tests.helpers import unique_name
+from testkit.helpers import unique_name
 
 pytest_plugins = ("tests.runner.support",)
 

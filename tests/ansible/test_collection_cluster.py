@@ -20,8 +20,8 @@ import devcluster
 from runner.ansible import launch
 from runner.kube import client, errors
 from runner.kube.types import GVK, KubeObject
+from testkit.helpers import unique_name, wait_for
 from tests.ansible.conftest import FIXTURES, PLAYBOOKS, Captured, debug_outputs
-from tests.helpers import unique_name, wait_for
 
 CRD = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
 WIDGET = GVK("ansible-tests.playbook-operator.dev", "v1", "Widget")

@@ -18,8 +18,8 @@ import pytest
 
 from runner import warm
 from runner.ansible import launch
+from testkit.helpers import wait_for
 from tests.ansible.conftest import PLAYBOOKS, Captured
-from tests.helpers import wait_for
 
 
 @pytest.fixture(params=["warm", "cold"])

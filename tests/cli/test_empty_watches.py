@@ -20,7 +20,7 @@ import pytest
 import devcluster
 from runner import cli
 from runner.kube.client import Client
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
 from tests.runner.support import (
     PROBE,
     StartOperator,

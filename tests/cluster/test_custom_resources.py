@@ -11,7 +11,7 @@ import pytest
 
 from runner.kube import client, errors
 from runner.kube.types import GVK, KubeObject
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 
 CRD = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
 

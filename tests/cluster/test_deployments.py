@@ -10,7 +10,7 @@ import pytest
 
 from runner.kube import client
 from runner.kube.types import GVK, KubeObject
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 REPLICA_SET = GVK("apps", "v1", "ReplicaSet")

@@ -13,7 +13,7 @@ import devcluster
 from devcluster import accounts
 from runner.kube import client, config, errors
 from runner.kube.types import GVK
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 
 CONFIG_MAP = GVK("", "v1", "ConfigMap")
 ROLE = GVK("rbac.authorization.k8s.io", "v1", "Role")

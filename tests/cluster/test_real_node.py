@@ -27,7 +27,7 @@ import devcluster
 from devcluster import binaries, images, node, nodeconfig
 from runner.kube import client
 from runner.kube.types import GVK, KubeObject
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 
 POD = GVK("", "v1", "Pod")
 SERVICE = GVK("", "v1", "Service")

@@ -18,9 +18,9 @@ import yaml
 
 from runner.kube import client, errors
 from runner.kube.types import GVK
-from tests.helpers import wait_for
-from tests.runner.harness import FIXTURES as RUNNER_FIXTURES
-from tests.runner.harness import OperatorProcess
+from testkit.harness import FIXTURES as RUNNER_FIXTURES
+from testkit.harness import OperatorProcess
+from testkit.helpers import wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KNOB = GVK("compat.playbook-operator.dev", "v1", "Knob")

@@ -19,9 +19,9 @@ import pytest
 
 from runner.kube.client import Client
 from runner.kube.types import GVK
+from testkit.harness import OperatorProcess
+from testkit.helpers import unique_name
 from tests.compat.conftest import Start, logged_lines, raw_lines
-from tests.helpers import unique_name
-from tests.runner.harness import OperatorProcess
 from tests.runner.support import PROBE, condition, probe, probe_watches, wait_condition
 
 SECRET = GVK("", "v1", "Secret")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from runner.kube.client import Client
 from runner.kube.types import GVK
+from testkit.helpers import unique_name
 from tests.compat.conftest import Start
-from tests.helpers import unique_name
 from tests.runner.support import PROBE, probe, probe_watches, wait_condition
 
 LEASE = GVK("coordination.k8s.io", "v1", "Lease")

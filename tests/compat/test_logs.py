@@ -22,9 +22,9 @@ import pytest
 from runner.kube import client, errors
 from runner.kube.types import GVK, Resource
 from runner.watch import source
+from testkit.harness import OperatorProcess
+from testkit.helpers import unique_name, wait_for
 from tests.compat.conftest import CRD, Start, logged_lines
-from tests.helpers import unique_name, wait_for
-from tests.runner.harness import OperatorProcess
 from tests.runner.support import PROBE, probe, probe_watches, wait_condition
 
 SUCCESS = "Ansible-runner exited successfully"

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = ROOT / "hack" / "image" / "containers.conf"

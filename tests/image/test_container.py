@@ -26,9 +26,9 @@ from devcluster import accounts
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import unique_name
+from testkit import harness
+from testkit.helpers import unique_name
 from tests.image import container as container_mod
-from tests.runner import harness
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "localhost/memcached-operator:image-test"

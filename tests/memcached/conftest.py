@@ -19,9 +19,9 @@ import devcluster
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import unique_name, wait_for
-from tests.memcached import pool as pool_mod
-from tests.runner.harness import OperatorProcess
+from testkit import pool as pool_mod
+from testkit.harness import OperatorProcess
+from testkit.helpers import unique_name, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = GVK("", "v1", "Namespace")

@@ -22,9 +22,9 @@ from devcluster import accounts
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
-from tests.runner import harness
-from tests.runner.harness import OperatorProcess
+from testkit import harness
+from testkit.harness import OperatorProcess
+from testkit.helpers import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -3,7 +3,7 @@
 Level 2 (seamless upgrades), 3 (full lifecycle), 4 (deep insights) and 5 (auto pilot),
 with the conditions the role reports (Available, Progressing, Degraded) and its Events.
 Rollouts that take time, or never finish, run on the slow node pool of
-``tests/memcached/pool.py``; the rest on the cluster's own node.
+``testkit/pool.py``; the rest on the cluster's own node.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import devcluster
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
+from testkit.pool import placement
 from tests.memcached.conftest import MEMCACHED, ROOT, Create
-from tests.memcached.pool import placement
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 SERVICE = GVK("", "v1", "Service")

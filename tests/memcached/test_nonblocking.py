@@ -16,11 +16,11 @@ from typing import Any
 
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
-from tests.helpers import wait_for
+from testkit.harness import OperatorProcess
+from testkit.helpers import wait_for
+from testkit.pool import placement
 from tests.memcached.conftest import MEMCACHED, Create
-from tests.memcached.pool import placement
 from tests.memcached.test_levels import conditions, rolled_out, summary
-from tests.runner.harness import OperatorProcess
 
 COUNT = 20
 OLD = "1.6.38-ready-after-20s"

@@ -20,11 +20,11 @@ import yaml
 import devcluster
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
+from testkit.harness import OperatorProcess
+from testkit.helpers import wait_for
+from testkit.pool import placement
 from tests.memcached.conftest import ROOT, Create, watches
-from tests.memcached.pool import placement
 from tests.memcached.test_levels import conditions, patch_spec, summary, wait_rolled_out
-from tests.runner.harness import OperatorProcess
 
 OLD = "1.6.38-ready-after-10s"
 NEW = "1.6.39-ready-after-10s"

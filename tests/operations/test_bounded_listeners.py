@@ -20,8 +20,8 @@ from runner.base import listener
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from runner.operations import access
-from tests.helpers import unique_name
-from tests.runner import harness
+from testkit import harness
+from testkit.helpers import unique_name
 from tests.runner.support import StartOperator, probe_watches
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import pytest
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import unique_name, wait_for
+from testkit.helpers import unique_name, wait_for
 from tests.runner.support import PROBE, StartOperator, probe, probe_watches, wait_condition
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ import devcluster
 from devcluster import accounts
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import unique_name
-from tests.runner import harness
+from testkit import harness
+from testkit.helpers import unique_name
 from tests.runner.support import StartOperator, probe_watches
 
 pytestmark = pytest.mark.integration

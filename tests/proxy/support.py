@@ -14,7 +14,7 @@ import yaml
 from runner.kube import errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 
 JSON = "application/json"
 POD = GVK("", "v1", "Pod")

@@ -11,7 +11,7 @@ import pytest
 
 from runner import proxy
 from runner.proxy import listener
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 from tests.proxy.stand_in import OWNER, StandIn, closed_by_peer, raw, stand_in_proxy
 from tests.proxy.support import server_and_token
 

@@ -11,7 +11,7 @@ import pytest
 from runner import proxy
 from runner.kube.types import KubeObject
 from runner.proxy import ownership
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 from tests.proxy.support import call
 
 pytestmark = pytest.mark.integration

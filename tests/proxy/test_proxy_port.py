@@ -14,7 +14,7 @@ import pytest
 import devcluster
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
 from tests.runner.support import probe, probe_watches, wait_condition
 
 # Loads, but nothing answers: the proxy's port is taken before the runner talks to a cluster.

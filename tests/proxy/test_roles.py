@@ -14,7 +14,7 @@ from pathlib import Path
 from devcluster import components
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 from tests.proxy.support import running_pod
 from tests.runner.support import PROBE, StartOperator, probe, wait_condition
 

@@ -13,8 +13,8 @@ import pytest
 
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
-from tests.runner.harness import FIXTURES, OperatorProcess
+from testkit.harness import FIXTURES, OperatorProcess
+from testkit.helpers import wait_for
 
 PROBE = GVK("tests.playbook-operator.dev", "v1", "Probe")
 CRD = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")

@@ -8,7 +8,7 @@ import pytest
 
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 from tests.runner.support import (
     PROBE,
     StartOperator,

@@ -11,7 +11,7 @@ from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import KubeObject
 from runner.status import conditions
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 from tests.runner.support import PROBE, StartOperator, condition, probe, probe_watches
 
 pytestmark = pytest.mark.integration

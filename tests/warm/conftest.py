@@ -14,8 +14,8 @@ import pytest
 
 from runner import warm
 from runner.ansible import launch
+from testkit.helpers import wait_for
 from tests.ansible.conftest import Captured
-from tests.helpers import wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PLAYBOOKS = FIXTURES / "playbooks"

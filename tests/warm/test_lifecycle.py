@@ -13,8 +13,8 @@ from typing import Any
 
 from runner import warm
 from runner.ansible import launch
+from testkit.helpers import wait_for
 from tests.ansible.conftest import Captured
-from tests.helpers import wait_for
 from tests.warm.conftest import PLAYBOOKS, ROLES, Run, processes_with, ready, started
 
 

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from runner.kube.types import ObjectKey
-from tests.sharding.fakes import FakeLeases
-from tests.sharding.test_handover import DEADLINE, KEYS, KIND, Group
+from tests.operations.sharding.fakes import FakeLeases
+from tests.operations.sharding.test_handover import DEADLINE, KEYS, KIND, Group
 
 
 @pytest.mark.parametrize(

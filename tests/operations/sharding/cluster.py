@@ -13,8 +13,8 @@ from typing import Any
 
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
+from testkit.helpers import wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARD_PROBE = GVK("sharding.tests.playbook-operator.dev", "v1", "ShardProbe")

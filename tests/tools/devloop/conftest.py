@@ -10,8 +10,8 @@ import pytest
 
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
+from testkit.helpers import wait_for
 from tests.runner.support import PROBE
 
 CONFIGMAP = GVK("", "v1", "ConfigMap")

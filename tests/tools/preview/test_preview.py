@@ -20,13 +20,13 @@ import yaml
 import devcluster
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import wait_for
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
+from testkit.helpers import wait_for
 from tests.runner.support import PROBE, condition
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).parent / "fixtures"
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 DEPLOYMENT = GVK("apps", "v1", "Deployment")

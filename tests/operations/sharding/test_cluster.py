@@ -18,8 +18,8 @@ import pytest
 
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import unique_name, wait_for
-from tests.sharding.cluster import (
+from testkit.helpers import unique_name, wait_for
+from tests.operations.sharding.cluster import (
     FIXTURES,
     LEASE_SECONDS,
     SHARD_PROBE,

@@ -1,6 +1,6 @@
 """Fencing of the leader: never two reconcilers at once, even when the API goes silent.
 
-Runner A leads through a relay (tests/relay.py); runner B stands by, connected
+Runner A leads through a relay (testkit/relay.py); runner B stands by, connected
 directly. Every run of the fence_probe role beats its time into one file while it
 holds. The relay is frozen while A runs: A's connections stay open and silent, so
 its Lease requests hang instead of failing. B takes the Lease once it expires; by
@@ -25,9 +25,9 @@ import pytest
 
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests import relay as relay_mod
-from tests.helpers import unique_name
-from tests.runner.harness import OperatorProcess
+from testkit import relay as relay_mod
+from testkit.harness import OperatorProcess
+from testkit.helpers import unique_name
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FENCE_PROBE = GVK("leader.tests.playbook-operator.dev", "v1", "FenceProbe")

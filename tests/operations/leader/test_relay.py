@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests import relay as relay_mod
+from testkit import relay as relay_mod
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from runner.kube import decode
 from runner.kube.types import GVK, ObjectKey
 from runner.status import rejection
-from tests.source.stub_api import PROBE
+from tests.watch.source.stub_api import PROBE
 
 NOW = datetime(2026, 12, 1, 21, 0, tzinfo=UTC)
 REASON = "nesting 1006 levels deep, deeper than the runtime can decode"

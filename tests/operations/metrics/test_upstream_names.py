@@ -14,8 +14,8 @@ from datetime import datetime
 import pytest
 
 from runner.kube.client import Client
-from tests.helpers import unique_name
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
+from testkit.helpers import unique_name
 from tests.runner.support import PROBE, StartOperator, probe, probe_watches, wait_condition
 
 pytestmark = pytest.mark.integration

@@ -60,6 +60,6 @@ def test_without_a_source_checkout_the_build_says_what_to_do(
     with pytest.raises(errors.BuildError, match=r"DEVCLUSTER_SOURCE.*KUBEBUILDER_ASSETS"):
         builder.build(bin_dir=tmp_path / "bin")
     assert cluster.default_data_dir() == tmp_path / ".cluster", "expected the current directory"
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(__file__).resolve().parents[3]
     monkeypatch.setenv(pins.SOURCE_ENV, str(checkout))
     assert pins.repo_root() == checkout, f"expected {checkout}, saw {pins.repo_root()}"

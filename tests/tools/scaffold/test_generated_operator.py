@@ -22,10 +22,10 @@ import yaml
 import devcluster
 from runner.kube import client
 from runner.kube.types import GVK
-from tests.runner.harness import OperatorProcess
-from tests.scaffold.support import command
+from testkit.harness import OperatorProcess
+from tests.tools.scaffold.support import command
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TOOLS = Path(sys.executable).parent
 #: A group of our own on the shared cluster: CRDs are cluster-wide.
 DOMAIN = "scaffold.playbook-operator.test"

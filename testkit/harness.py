@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.helpers import wait_for
+from testkit.helpers import wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T = TypeVar("T")

@@ -22,8 +22,8 @@ import pytest
 from runner.kube import errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import unique_name, wait_for
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
+from testkit.helpers import unique_name, wait_for
 from tests.runner.support import PROBE, StartOperator, probe, probe_watches, wait_condition
 
 NAMESPACE = GVK("", "v1", "Namespace")

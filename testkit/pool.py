@@ -21,9 +21,9 @@ import devcluster
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from tests.helpers import unique_name, wait_for
+from testkit.helpers import unique_name, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 STAGES = ROOT / "molecule" / "embedded" / "kwok-pool-stages.yaml"
 NODE = GVK("", "v1", "Node")
 POOL_LABEL = "memcached.example.com/test-pool"

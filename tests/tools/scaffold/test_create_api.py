@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.scaffold.support import changed, command, snapshot
+from tests.tools.scaffold.support import changed, command, snapshot
 
 INIT_FILES = (
     "PROJECT",

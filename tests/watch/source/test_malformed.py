@@ -1,7 +1,7 @@
 """One malformed object never blinds an informer.
 
 A real :class:`runner.watch.source.Informer` and client against a stand-in API server
-(tests/source/stub_api.py) whose LIST or watch stream holds an object nested
+(tests/watch/source/stub_api.py) whose LIST or watch stream holds an object nested
 deeper than ``json.loads`` decodes, or an object a handler chokes on. The
 others must keep flowing, the list must sync, the resourceVersion must move
 past the bad object, and the bad one is named once.
@@ -19,8 +19,8 @@ import pytest
 
 from runner.watch import source
 from runner.watch.predicate import Event
-from tests.helpers import wait_for
-from tests.source.stub_api import PROBE, StubApi
+from testkit.helpers import wait_for
+from tests.watch.source.stub_api import PROBE, StubApi
 
 DEPTHS = [pytest.param(1000, id="1000-deep"), pytest.param(10000, id="10000-deep")]
 
@@ -74,7 +74,7 @@ def run_informer() -> Iterator[RunInformer]:
             resource=PROBE,
             namespace="ns",
             handler=handler,
-            log=logging.getLogger("tests.source"),
+            log=logging.getLogger("tests.watch.source"),
             **kwargs,
         )
         threading.Thread(target=informer.run, args=(stop,), daemon=True).start()
@@ -149,7 +149,7 @@ def test_rejected_objects_are_reported_once_per_version(
     rejected: list[Any] = []  # decode.Rejected
     with StubApi(list_body=body, watches={"10": stream}) as api:
         seen = Seen()
-        with caplog.at_level(logging.DEBUG, logger="tests.source"):
+        with caplog.at_level(logging.DEBUG, logger="tests.watch.source"):
             run_informer(api, seen, on_rejected=rejected.append)
             wait_for(
                 seen.names,

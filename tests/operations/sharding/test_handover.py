@@ -13,7 +13,7 @@ import pytest
 from runner.base.clock import FakeClock
 from runner.kube.types import GVK, ObjectKey
 from runner.operations.sharding import LeaseHeldError, Shards
-from tests.sharding.fakes import FakeLeases, Store
+from tests.operations.sharding.fakes import FakeLeases, Store
 
 KIND = GVK("tests.dev", "v1", "Probe")
 KEYS = [ObjectKey(f"ns/cr-{i}") for i in range(60)]

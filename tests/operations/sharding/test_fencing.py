@@ -1,6 +1,6 @@
 """Fencing of a sharded replica whose API connection goes silent.
 
-Replica r1 talks to the API server through a relay (tests/relay.py), r2 directly.
+Replica r1 talks to the API server through a relay (testkit/relay.py), r2 directly.
 The relay is frozen while r1 runs long ShardProbe runs (r2's are short): r1's Lease
 requests hang instead of failing. r2 takes r1's objects once r1's Lease expired; by
 then r1 must have ended its runs (exit code 3), so no two runs of one object
@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from runner.kube.client import Client
-from tests import relay as relay_mod
-from tests.helpers import unique_name
-from tests.sharding.cluster import SHARD_PROBE, Replica, overlaps, runs, shard_probe
-from tests.sharding.test_cluster import shard_probe_crd, wait_views  # noqa: F401 (fixture)
+from testkit import relay as relay_mod
+from testkit.helpers import unique_name
+from tests.operations.sharding.cluster import SHARD_PROBE, Replica, overlaps, runs, shard_probe
+from tests.operations.sharding.test_cluster import shard_probe_crd, wait_views  # noqa: F401 (fixture)
 
 OBJECTS = 8  # both replicas own some: all on r2 has odds 1 in 256
 # r1's runs outlast its 6 s Lease by far: one going at the freeze overlaps r2's run of

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from runner.kube.client import Client
-from tests.devloop.conftest import StartDev, wait_message, watches_yaml, write_role
-from tests.runner.harness import OperatorProcess
+from testkit.harness import OperatorProcess
 from tests.runner.support import PROBE, probe
+from tests.tools.devloop.conftest import StartDev, wait_message, watches_yaml, write_role
 
 pytestmark = pytest.mark.integration
 
