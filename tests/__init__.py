@@ -1,1 +1,3 @@
-"""Playbook Operator's tests, laid out as runner/ is; what bench/ shares with them is in ``testkit``."""
+"""Playbook Operator's tests, laid out as runner/ is.
+
+What bench/ shares with them lives in ``testkit``."""
