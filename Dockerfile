@@ -7,19 +7,20 @@
 #                                      # (hack/image/base.sh), then this file unchanged
 #
 # Build args:
-#   PYTHON_IMAGE                 base image; pin it by digest in release builds. Anything
-#                                with the same Debian release and Python minor that has
-#                                python3, pip and apt will do (hack/image/base.sh makes one).
-#   ANSIBLE_CORE                 "2.19" (default) or "2.18", the line operator-sdk's
-#                                ansible-operator images ship: roles written for them that
-#                                template numbers into strings may need 2.18 (see
-#                                docs/migrating.md). hack/constraints/ansible-<line>.txt pins
-#                                ansible-core and the `ansible` package built against it.
+#   PYTHON_IMAGE                 base image: Debian 13 (trixie) with Python 3.13 by default;
+#                                pin it by digest in release builds. Anything Debian-based
+#                                with python3 (3.12 or later for ansible-core 2.20 and 2.21),
+#                                pip and apt will do (hack/image/base.sh makes one).
+#   ANSIBLE_CORE                 "2.21" (default, the newest line), "2.20", or "2.19" (the
+#                                oldest supported, the last that also runs on Python 3.11);
+#                                see docs/migrating.md for what each changes for roles.
+#                                hack/constraints/ansible-<line>.txt pins ansible-core and
+#                                the `ansible` package built against it.
 #   INSTALL_GALAXY_COLLECTIONS   "true" (default): install requirements.yml's collections
 #                                from Galaxy. "false": skip it, for build hosts that cannot
 #                                reach Galaxy; the `ansible` package the runner depends on
-#                                already bundles kubernetes.core (6.x with 2.19, 5.x with 2.18).
-ARG PYTHON_IMAGE=docker.io/library/python:3.11.14-slim-bookworm
+#                                already bundles kubernetes.core (6.x on every line).
+ARG PYTHON_IMAGE=docker.io/library/python:3.13-slim-trixie
 
 # The runner's dependencies, read from pyproject.toml (their single source) into a file of
 # their own: the layer that installs them is built again when they change, not when the
@@ -34,10 +35,11 @@ RUN python3 -c 'import tomllib; project = tomllib.load(open("pyproject.toml", "r
 # where the Python client it stands in for takes ten or more, once per run and once per
 # module a run executes. Only the binary reaches the image, not the compiler.
 FROM ${PYTHON_IMAGE} AS client
-# libc6-dev goes with whatever libc6 update the base image has, so it is not pinned.
+# Not pinned: the packages are the base image's Debian release's (PYTHON_IMAGE picks it),
+# and libc6-dev goes with whatever libc6 update the base image has.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends gcc=4:12.2.0-3 libc6-dev \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY runner/warm/client.c ./
@@ -45,7 +47,7 @@ RUN cc -O2 -Wall -Wextra -o wire-client client.c
 
 FROM ${PYTHON_IMAGE}
 
-ARG ANSIBLE_CORE=2.19
+ARG ANSIBLE_CORE=2.21
 ARG INSTALL_GALAXY_COLLECTIONS=true
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -53,9 +55,11 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 
-# tini as PID 1 reaps the orphans that killed Ansible runs leave behind.
+# tini as PID 1 reaps the orphans that killed Ansible runs leave behind. Not pinned: the
+# base image's Debian release (PYTHON_IMAGE) decides its build.
+# hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends tini=0.19.0-1+b3 \
+    && apt-get install -y --no-install-recommends tini \
     && rm -rf /var/lib/apt/lists/*
 
 # The runner, with the dependency ranges pyproject.toml declares (the same install CI
@@ -66,7 +70,7 @@ WORKDIR /src
 COPY hack/constraints/ constraints/
 COPY --from=dependencies /src/requirements.txt ./
 RUN if [ ! -f "constraints/ansible-${ANSIBLE_CORE}.txt" ]; then \
-        echo "ANSIBLE_CORE=${ANSIBLE_CORE}: supported lines are 2.18 and 2.19" >&2; exit 1; \
+        echo "ANSIBLE_CORE=${ANSIBLE_CORE}: supported lines are 2.19, 2.20 and 2.21" >&2; exit 1; \
     fi \
     && pip install -c "constraints/ansible-${ANSIBLE_CORE}.txt" -r requirements.txt
 COPY pyproject.toml README.md ./

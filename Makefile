@@ -27,10 +27,16 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-# The same project on ansible-core 2.18 (operator-sdk's images), pinned by a constraints
-# file; `make test-ansible-2.18` runs the Ansible-layer and runner tests in it.
-VENV_ANSIBLE_218 ?= .venv-ansible-2.18
-# `make docker-build ANSIBLE_CORE=2.18`: the image's ansible-core line (default 2.19).
+# ansible-core lines: the main venv (this host's Python 3.11) runs the oldest supported
+# one; the newest needs Python >= 3.12 and runs in a Debian 13 (trixie) root with Python
+# 3.13 (hack/trixie/root.sh, cached in .cache/trixie/; root and debootstrap needed), where
+# `make test-ansible-2.21` runs the Ansible-layer, runner and warm tests again.
+ANSIBLE_OLDEST := 2.19
+ANSIBLE_NEWEST := 2.21
+ANSIBLE_LANE_TESTS := tests/ansible tests/runner tests/warm/test_reuse.py \
+	tests/warm/test_templates.py tests/warm/test_sameness.py tests/warm/test_shortcut.py \
+	tests/warm/test_gates.py
+# `make docker-build ANSIBLE_CORE=2.19`: the image's ansible-core line (default 2.21).
 ANSIBLE_CORE ?=
 
 # The embedded cluster writes its admin kubeconfig here (a contract: docs and tests use it).
@@ -50,12 +56,12 @@ endif
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9.-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml hack/constraints/ansible-$(ANSIBLE_OLDEST).txt
 	python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c hack/constraints/ansible-$(ANSIBLE_OLDEST).txt -e '.[dev]'
 	touch $@
 
 # The warm launch client, compiled (runner/warm/client.c); without it wire.py is used.
@@ -67,11 +73,9 @@ venv: $(VENV)/.installed $(WARM_CLIENT) ## Create .venv/ with the runner and its
 $(WARM_CLIENT): runner/warm/client.c
 	$(CC) -O2 -Wall -Wextra -o $@ $<
 
-$(VENV_ANSIBLE_218)/.installed: pyproject.toml hack/constraints/ansible-2.18.txt
-	python3 -m venv $(VENV_ANSIBLE_218)
-	$(VENV_ANSIBLE_218)/bin/pip install --quiet --upgrade pip
-	$(VENV_ANSIBLE_218)/bin/pip install --quiet -c hack/constraints/ansible-2.18.txt -e '.[dev]'
-	touch $@
+.PHONY: trixie-root
+trixie-root: ## Make the Debian 13 root (Python 3.13) with the project on ansible-core 2.21 (.cache/trixie/; root).
+	hack/trixie/root.sh $(ANSIBLE_NEWEST) >/dev/null
 
 ##@ Development
 
@@ -98,16 +102,21 @@ fmt: venv ## Format the Python code.
 	$(BIN)/ruff check --fix .
 
 .PHONY: test
-test: venv cluster-up ## Lint, unit and integration tests (also on ansible-core 2.18), then the embedded molecule scenario (leaves the cluster up).
+test: venv cluster-up ## Lint, unit and integration tests (ansible-core 2.19, and 2.21 in the trixie root), then the embedded molecule scenario (leaves the cluster up).
 	$(MAKE) --no-print-directory lint
-	KUBECONFIG= $(BIN)/pytest
-	$(MAKE) --no-print-directory test-ansible-2.18
+	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$(ANSIBLE_OLDEST) $(BIN)/pytest
+	$(MAKE) --no-print-directory test-ansible-$(ANSIBLE_NEWEST)
 	$(MAKE) --no-print-directory molecule
 
-.PHONY: test-ansible-2.18
-test-ansible-2.18: $(VENV_ANSIBLE_218)/.installed cluster-up ## The Ansible-layer, runner and warm-reuse tests on ansible-core 2.18 (in .venv-ansible-2.18/).
-	KUBECONFIG= PATH=$(CURDIR)/$(VENV_ANSIBLE_218)/bin:$$PATH PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=2.18 \
-		$(VENV_ANSIBLE_218)/bin/pytest tests/ansible tests/runner tests/warm/test_reuse.py tests/warm/test_templates.py
+# Skipped, with the reason, where the root cannot be made (not root, no debootstrap).
+.PHONY: test-ansible-2.21
+test-ansible-2.21: cluster-up ## The Ansible-layer, runner and warm tests on ansible-core 2.21 (Python 3.13, in the trixie root).
+	@if reason="$$(hack/trixie/root.sh --unavailable)"; then \
+		echo "test-ansible-2.21 skipped: $$reason"; exit 0; \
+	fi; \
+	hack/trixie/root.sh 2.21 >/dev/null \
+	&& KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=2.21 \
+		hack/trixie/enter.sh --line 2.21 -- pytest $(ANSIBLE_LANE_TESTS)
 
 .PHONY: unit
 unit: venv ## Unit tests only (no cluster).
@@ -141,6 +150,14 @@ run: venv $(if $(USE_EMBEDDED),cluster-up) install ## Run the operator in the fo
 		--health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=127.0.0.1:8080 --zap-devel \
 		--dev
 
+.PHONY: run-ansible-2.21
+run-ansible-2.21: venv $(if $(USE_EMBEDDED),cluster-up) install ## `make run` on ansible-core 2.21: the same operator (--dev) in the trixie root (root).
+	hack/trixie/root.sh 2.21 >/dev/null
+	ANSIBLE_ROLES_PATH=$(CURDIR)/roles hack/trixie/enter.sh --line 2.21 -- \
+		playbook-operator run --watches-file=./watches.yaml \
+		--health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=127.0.0.1:8080 --zap-devel \
+		--dev
+
 ##@ Deployment
 
 .PHONY: install
@@ -165,7 +182,7 @@ undeploy: venv ## Remove everything deploy created.
 	$(KUBECTL) delete -k config/default --ignore-not-found
 
 .PHONY: docker-build
-docker-build: ## Build the operator image IMG with CONTAINER_TOOL (docker or podman; ANSIBLE_CORE=2.18 or 2.19).
+docker-build: ## Build the operator image IMG with CONTAINER_TOOL (docker or podman; ANSIBLE_CORE=2.19, 2.20 or 2.21).
 	$(CONTAINER_TOOL) build $(if $(ANSIBLE_CORE),--build-arg ANSIBLE_CORE=$(ANSIBLE_CORE) )$(if $(PYTHON_IMAGE),--build-arg PYTHON_IMAGE=$(PYTHON_IMAGE) )$(if $(CONTAINER_BUILD_FLAGS),$(CONTAINER_BUILD_FLAGS) )-t $(IMG) .
 
 .PHONY: docker-build-local

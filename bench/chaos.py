@@ -1,7 +1,8 @@
 """Chaos benchmark (``make chaos``): CRs under spec churn while the runner's world breaks.
 
-    .venv/bin/python -m bench.chaos [--crs 200] [--minutes 3] [--rate 2]
-        [--faults kill9,apiserver,etcd,freeze,handover] [--json FILE] [--keep]
+    .venv/bin/python -m bench.chaos [--crs 200] [--minutes 3] [--rate 0.5]
+        [--faults kill9,apiserver,etcd,freeze,handover,poison] [--budget MINUTES]
+        [--json FILE] [--keep] [--control]
 
 It starts its OWN embedded cluster (own data dir under ``.cluster/``, kernel-chosen
 ports) because it stops the API server and etcd; the shared cluster is never
@@ -23,14 +24,18 @@ ended has converged:
 - ``freeze``: the leader's relay SIGSTOPped for ``--freeze`` seconds (its
   connections stay open and silent: it must fence itself while the standby takes
   over), then thawed and its connections reset;
-- ``handover``: SIGTERM to the leader: it releases the Lease and the standby leads.
+- ``handover``: SIGTERM to the leader: it releases the Lease and the standby leads;
+- ``poison``: a CR nested too deep to decode (it stays): the informers must go on
+  with the others, and its status should say why.
 
-A replica that exits (killed, or fenced: exit code 3) is started again, as a
+A replica that exits (killed, fenced: exit code 3, or failing to start) is started again, as a
 Deployment would. Then churn stops and it checks:
 
 - converged: every CR at its last spec with a truthful status (``Successful`` at
   ``observedGeneration == generation``, child ConfigMap with the spec's value and
   the CR's uid);
+- truthful status: never a CR seen ``Successful`` at its current generation while
+  its child did not hold that spec (``bench/chaos_state.py``);
 - overlaps: no two runs of one CR ever ran at once (from the role's records);
 - orphans: no process of a dead runner instance (ansible-playbook, launcher) is
   left ``--orphan-grace`` seconds after it died;
@@ -38,7 +43,8 @@ Deployment would. Then churn stops and it checks:
   ``--rss-tolerance`` of the idle baseline taken before the chaos.
 
 It prints the figures as tables (``--json FILE`` writes them) and exits 1 if a
-check failed.
+check failed. ``--control`` runs the replicas without ``--leader-elect``: both
+reconcile every CR, so the overlap check must fail (a test of the checks).
 """
 
 from __future__ import annotations
@@ -116,7 +122,7 @@ def run(args: argparse.Namespace, cluster: devcluster.Cluster, workdir: Path) ->
         namespace=namespace,
         watches=watches(records_dir),
         args=(
-            "--leader-elect",
+            *(() if args.control else ("--leader-elect",)),
             "--leader-election-id=chaos",
             f"--leader-election-namespace={namespace}",
             f"--lease-duration={args.lease_duration}s",
@@ -125,14 +131,17 @@ def run(args: argparse.Namespace, cluster: devcluster.Cluster, workdir: Path) ->
         ),
         orphan_grace=args.orphan_grace,
         env={"ANSIBLE_GATHERING": "explicit"},
+        elect=not args.control,
     )
     port = int(urllib.parse.urlsplit(cluster.server).port or 443)
     records = chaos_runs.Records(records_dir).start()
-    observer = chaos_state.Observer(cluster, namespace).start()
+    # Listing hundreds of CRs and ConfigMaps costs CPU on a small machine: less often then.
+    interval = 0.5 if args.crs < 100 else 1.0
+    observer = chaos_state.Observer(cluster, namespace, interval=interval).start()
     replicas = chaos_replicas.start_pair(
         config=config, apiserver_port=port, kubeconfig=cluster.kubeconfig
     )
-    chaos = chaos_faults.Chaos(cluster=cluster, replicas=replicas, args=args)
+    chaos = chaos_faults.Chaos(cluster=cluster, namespace=namespace, replicas=replicas, args=args)
     try:
         return _chaos(
             chaos=chaos, client=client, namespace=namespace, records=records, observer=observer
@@ -156,7 +165,7 @@ def _chaos(
     started = time.time()
     for name in names:
         client.create(chaos_state.CHAOS, chaos_state.obj(name, namespace), namespace=namespace)
-    initial = observer.wait(dict.fromkeys(names, 1), timeout=args.converge_timeout)
+    initial = observer.wait(dict.fromkeys(names, 1), timeout=chaos_faults.wait_limit(args))
     if initial is None:
         raise TimeoutError(f"the {args.crs} new CRs did not converge in {args.converge_timeout} s")
     print(f"created {args.crs} CRs: converged in {initial - started:.1f} s", file=sys.stderr)
@@ -170,7 +179,9 @@ def _chaos(
     faults: list[chaos_faults.Fault] = []
     kinds = [k for k in args.faults.split(",") if k]
     try:
-        while len(faults) < len(kinds) or time.time() - chaos_started < args.minutes * 60:
+        while (
+            len(faults) < len(kinds) or time.time() - chaos_started < args.minutes * 60
+        ) and time.time() < args.deadline:
             kind = kinds[len(faults) % len(kinds)]
             faults.append(
                 chaos_faults.inject(
@@ -180,21 +191,13 @@ def _chaos(
             time.sleep(args.gap)  # churn alone between two faults
     finally:
         churn.stop()
-    churn_seconds = time.time() - chaos_started
     stopped = time.time()
-    final = observer.wait(churn.targets(), timeout=args.converge_timeout)
+    # Past --budget the last convergence still gets up to 2 minutes: the checks need it.
+    limit = min(args.converge_timeout, max(args.deadline - time.time(), 120.0))
+    final = observer.wait(churn.targets(), timeout=limit)
     common.settle(records.count, quiet=3.0, timeout=120)
     end_rss = sum(r.rss() for r in replicas)
-
-    objs, children = observer.snapshot()
-    unconverged = {}
-    for obj in objs:
-        name = obj["metadata"]["name"]
-        found = chaos_state.problems(obj, children.get(f"{name}-chaos"))
-        if found:
-            unconverged[name] = found
-        elif int(obj["metadata"]["generation"]) < churn.generations.get(name, 1):
-            unconverged[name] = ["generation below the last write"]
+    objs, unconverged = _unconverged(observer, churn)
 
     chaos_replicas.close(replicas)  # graceful stops: their leftovers count too
     for replica in replicas:
@@ -204,13 +207,17 @@ def _chaos(
     overlaps = chaos_runs.overlaps(runs)
     certain = [o for o in overlaps if o.certain]
     orphans = [o for r in replicas for o in r.orphans]
-    exits = [e for r in replicas for e in r.exits]
     tolerance = baseline * (1 + args.rss_tolerance)
     checks = {
         "converged": (
             not unconverged,
-            f"{len(objs) - len(unconverged)}/{len(objs)} CRs at their last spec"
+            f"{objs - len(unconverged)}/{objs} CRs at their last spec"
             + "".join(f"\n    {n}: {'; '.join(p)}" for n, p in sorted(unconverged.items())[:10]),
+        ),
+        "truthful status": (
+            not observer.lies,
+            f"{len(observer.lies)} statuses seen claiming a spec their child did not hold"
+            + "".join(f"\n    {n}: {w}" for (n, _), w in sorted(observer.lies.items())[:10]),
         ),
         "no overlap": (
             not certain,
@@ -230,7 +237,7 @@ def _chaos(
     }
     figures = {
         "crs": args.crs,
-        "churn_seconds": churn_seconds,
+        "churn_seconds": stopped - chaos_started,
         "patches_written": churn.written,
         "patches_failed": churn.failed,
         "initial_converge_seconds": initial - started,
@@ -238,14 +245,15 @@ def _chaos(
         "faults_injected": len(faults),
         "runs": len(runs),
         "runs_killed": sum(1 for r in runs if r.killed),
-        "crs_converged": len(objs) - len(unconverged),
+        "crs_converged": objs - len(unconverged),
+        "untruthful_statuses": len(observer.lies),
         "overlaps": len(certain),
         "overlaps_within_polling_gap": len(overlaps) - len(certain),
         "orphans": len(orphans),
         "replica_exits": [
             {"instance": e.instance, "code": e.code}
             | ({} if e.code in EXPECTED_EXITS else {"log_tail": e.tail})
-            for e in exits
+            for e in (e for r in replicas for e in r.exits)
         ],
         "rss_baseline_mib": baseline / MiB,
         "rss_end_mib": end_rss / MiB,
@@ -260,13 +268,29 @@ def _chaos(
                 "leader_before": f.leader_before,
                 "leader_after": f.leader_after,
                 "runs": f.runs_after - f.runs_before,
-                **f.extra,
+                "note": f.note,
             }
             for f in faults
         ],
         "checks": {name: {"ok": ok, "detail": detail} for name, (ok, detail) in checks.items()},
     }
     return Outcome(figures=figures, faults=faults, checks=checks)
+
+
+def _unconverged(
+    observer: chaos_state.Observer, churn: chaos_state.Churn
+) -> tuple[int, dict[str, list[str]]]:
+    """How many CRs there are, and why each one not at its last spec is not."""
+    objs, children = observer.snapshot()
+    found = {}
+    for obj in objs:
+        name = obj["metadata"]["name"]
+        problems = chaos_state.problems(obj, children.get(f"{name}-chaos"))
+        if int(obj["metadata"]["generation"]) < churn.generations.get(name, 1):
+            problems.append("generation below the last write")
+        if problems:
+            found[name] = problems
+    return len(objs), found
 
 
 def report(outcome: Outcome) -> str:
@@ -282,6 +306,7 @@ def report(outcome: Outcome) -> str:
             "-" if fault.leader_seconds is None else f"{fault.leader_seconds:.1f}",
             f"{fault.leader_before} → {fault.leader_after}",
             str(fault.runs_after - fault.runs_before),
+            fault.note or "-",
         ]
         for index, (fault, raw) in enumerate(zip(outcome.faults, f["faults"], strict=True), 1)
     ]
@@ -303,6 +328,7 @@ def report(outcome: Outcome) -> str:
             "-" if f["final_converge_seconds"] is None else f"{f['final_converge_seconds']:.1f} s",
         ],
         ["CRs converged", f"{f['crs_converged']}/{f['crs']}"],
+        ["untruthful statuses seen", str(f["untruthful_statuses"])],
         ["overlaps", f"{f['overlaps']} (+{f['overlaps_within_polling_gap']} within 0.2 s)"],
         ["orphans", str(f["orphans"])],
         ["replica exits (code)", exits],
@@ -324,6 +350,7 @@ def report(outcome: Outcome) -> str:
                     "leading after (s)",
                     "leader",
                     "runs",
+                    "note",
                 ],
                 fault_rows,
             ),
@@ -334,7 +361,10 @@ def report(outcome: Outcome) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--crs", type=int, default=200, help="CRs under churn")
     parser.add_argument("--minutes", type=float, default=3.0, help="churn lasts at least this")
     parser.add_argument("--rate", type=float, default=0.5, help="spec writes per second")
@@ -346,18 +376,35 @@ def main() -> int:
         "--probes", type=int, default=5, help="CRs written when a fault ends (fresh work)"
     )
     parser.add_argument("--outage", type=float, default=3.0, help="seconds a component is down")
-    parser.add_argument("--lease-duration", type=float, default=8.0)
-    parser.add_argument("--renew-deadline", type=float, default=5.0)
+    parser.add_argument("--lease-duration", type=float, default=8.0, help="seconds")
+    parser.add_argument("--renew-deadline", type=float, default=5.0, help="seconds")
     parser.add_argument(
         "--freeze",
         type=float,
         default=None,
-        help="seconds the leader's relay is frozen (default: lease duration + 4)",
+        help="seconds the leader's relay is frozen; None: lease duration + 4",
     )
-    parser.add_argument("--converge-timeout", type=float, default=600.0)
-    parser.add_argument("--orphan-grace", type=float, default=20.0)
+    parser.add_argument(
+        "--converge-timeout", type=float, default=600.0, help="seconds, for each wait"
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="minutes after which no fault is injected and waits end; the last "
+        "convergence still gets up to 2 minutes, then the checks run",
+    )
+    parser.add_argument(
+        "--orphan-grace", type=float, default=20.0, help="seconds a dead runner's processes get"
+    )
     parser.add_argument("--rss-tolerance", type=float, default=0.3, help="fraction over baseline")
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="a control run of the checks themselves: replicas without --leader-elect, "
+        "so both reconcile every CR and the overlap check must fail",
+    )
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's and runs' files")
     args = parser.parse_args()
     if args.freeze is None:
@@ -368,6 +415,7 @@ def main() -> int:
             f"unknown faults {sorted(unknown)}; choose from {', '.join(chaos_faults.FAULTS)}"
         )
     workdir = Path(tempfile.mkdtemp(prefix="chaos-"))
+    args.deadline = float("inf") if args.budget is None else time.time() + args.budget * 60
     cluster = own_cluster()
     ok = False
     try:

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import devcluster
 from bench import chaos_replicas, chaos_runs, chaos_state
 from devcluster import binaries
 
-FAULTS = ("kill9", "apiserver", "etcd", "freeze", "handover")
+FAULTS = ("kill9", "apiserver", "etcd", "freeze", "handover", "poison")
+#: Nesting of a poison CR's spec: the API server takes up to 10000 levels, Python's
+#: json module gives up near 1000.
+POISON_DEPTH = 3000
 
 
 @dataclass(kw_only=True)
@@ -28,6 +31,7 @@ class Chaos:
     """Everything a fault needs."""
 
     cluster: devcluster.Cluster
+    namespace: str
     replicas: list[chaos_replicas.Replica]
     args: argparse.Namespace
 
@@ -43,8 +47,7 @@ class Fault:
     leader_after: str = ""
     runs_before: int = 0
     runs_after: int = 0
-    note: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    note: str = ""  # what the fault's target did, when it says something
 
     @property
     def outage(self) -> float:
@@ -112,10 +115,40 @@ def freeze(chaos: Chaos, fault: Fault) -> None:
     fault.at = time.time()
     leader.relay.freeze()
     time.sleep(chaos.args.freeze)  # the partition itself
-    fault.extra["frozen_instance_exited"] = leader.instance != instance or leader.pid() is None
+    fenced = leader.instance != instance or leader.pid() is None
+    fault.note = f"frozen {instance} " + ("exited" if fenced else "still running at the thaw")
     leader.relay.thaw()
     leader.relay.reset()
     fault.healed = time.time()
+
+
+def poison(chaos: Chaos, fault: Fault) -> None:
+    """Create a CR nested too deep to decode: the informer must go on with the others."""
+    name = f"poison-{fault.at:.0f}"
+    meta = {"name": name, "namespace": chaos.namespace, "labels": {chaos_state.POISON: "true"}}
+    head = json.dumps({"apiVersion": chaos_state.CHAOS.api_version, "kind": chaos_state.CHAOS.kind})
+    deep = '{"a":' * POISON_DEPTH + "0" + "}" * POISON_DEPTH
+    body = f'{head[:-1]}, "metadata": {json.dumps(meta)}, "spec": {{"value": 0, "deep": {deep}}}}}'
+    fault.at = time.time()
+    chaos.cluster.kubectl("create", "-f", "-", input=body)
+    fault.healed = time.time()
+    fault.note = f"{name} created"
+
+
+def poison_status(chaos: Chaos, fault: Fault) -> None:
+    """What the poison CR's status says once the others have converged (kubectl reads it)."""
+    name = fault.note.split()[0]
+    done = chaos.cluster.kubectl(
+        "get",
+        "-n",
+        chaos.namespace,
+        f"{chaos_state.CHAOS.kind.lower()}.{chaos_state.GROUP}",
+        name,
+        "-o",
+        'jsonpath={range .status.conditions[?(@.status=="True")]}{.type}: {.message} {end}',
+        check=False,
+    )
+    fault.note = f"{name}: {(done.stdout or done.stderr).strip()[:120] or 'no status'}"
 
 
 INJECT: dict[str, Callable[[Chaos, Fault], None]] = {
@@ -124,7 +157,13 @@ INJECT: dict[str, Callable[[Chaos, Fault], None]] = {
     "etcd": etcd,
     "freeze": freeze,
     "handover": handover,
+    "poison": poison,
 }
+
+
+def wait_limit(args: argparse.Namespace) -> float:
+    """Seconds a wait may last: ``--converge-timeout``, cut short by ``--budget``."""
+    return max(1.0, min(float(args.converge_timeout), float(args.deadline) - time.time()))
 
 
 def _leader_name(replicas: list[chaos_replicas.Replica]) -> str:
@@ -151,14 +190,16 @@ def inject(
     with contextlib.suppress(TimeoutError):
         leading = chaos_replicas.leader(
             chaos.replicas,
-            timeout=chaos.args.converge_timeout,
+            timeout=wait_limit(chaos.args),
             # These faults take the leader away: another instance must lead.
             other_than=fault.leader_before if kind in ("kill9", "freeze", "handover") else "",
         )
         fault.led = time.time()
         fault.leader_after = leading.instance
-    fault.converged = observer.wait(targets, timeout=chaos.args.converge_timeout)
+    fault.converged = observer.wait(targets, timeout=wait_limit(chaos.args))
     fault.runs_after = records.count()
+    if kind == "poison":
+        poison_status(chaos, fault)
     seconds = fault.converge_seconds
     print(
         f"  {kind}: outage {fault.outage:.1f} s, converged "

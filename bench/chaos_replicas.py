@@ -18,14 +18,19 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from bench import common
 from testkit import relay as relays
 from testkit.harness import OperatorProcess
 
 MARK = "CHAOS_INSTANCE"
+#: Seconds between two starts of a replica that keeps failing to start.
+RESTART_DELAY = 2.0
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -53,21 +58,50 @@ class Config:
     args: tuple[str, ...]
     orphan_grace: float
     env: dict[str, str] = field(default_factory=dict)
+    #: False only for the benchmark's control run: both replicas reconcile at once.
+    elect: bool = True
 
 
-def marked(value: str) -> list[int]:
-    """Live processes whose environment holds ``CHAOS_INSTANCE=<value>``."""
-    needle = f"{MARK}={value}".encode() + b"\0"
+class _Process(OperatorProcess):
+    """The harness's runner process, whose waits give up as soon as it has exited.
+
+    A replica started while the API server is unreachable may exit at once; waiting
+    out the harness's 60 s for it would leave the replica down for that long.
+    """
+
+    def eventually(
+        self,
+        observe: Callable[[], T],
+        *,
+        describe: str,
+        until: Callable[[T], bool] = bool,
+        timeout: float = 60,
+    ) -> T:
+        def alive_first() -> T:
+            if self.returncode is not None:
+                raise AssertionError(f"the operator exited ({self.returncode})")
+            return observe()
+
+        return super().eventually(alive_first, describe=describe, until=until, timeout=timeout)
+
+
+def marked(value: str, *, workdir: Path) -> list[int]:
+    """Live processes of instance ``value``: ``CHAOS_INSTANCE=<value>`` in their
+    environment, or ``workdir`` (its runner dir, private data dirs) in their command line.
+    """
+    needle = f"\0{MARK}={value}\0".encode()
+    path = f"{workdir}/".encode()  # not a prefix of a-10/ for a-1/
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            environ = b"\0" + Path(f"/proc/{entry}/environ").read_bytes() + b"\0"
+            command = Path(f"/proc/{entry}/cmdline").read_bytes()
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if state not in ("Z", "X") and (environ + b"\0").find(needle) >= 0:
+        if state not in ("Z", "X") and (needle in environ or path in command):
             found.append(int(entry))
     return found
 
@@ -101,7 +135,7 @@ class Replica:
             self.instance = f"{self.name}-{self.starts}"
             workdir = self.config.workdir / self.instance
             workdir.mkdir(parents=True, exist_ok=True)
-            self.process = OperatorProcess(
+            self.process = _Process(
                 workdir=workdir,
                 kubeconfig=self.kubeconfig,
                 namespace=self.config.namespace,
@@ -124,12 +158,15 @@ class Replica:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def leading(self) -> bool:
-        """Alive, and its current instance won the Lease and has not lost it."""
+        """Alive, and its current instance won the Lease and has not lost it.
+
+        Without election (the control run) every started replica counts as leading.
+        """
         process = self.process
         return (
             self.pid() is not None
             and process is not None
-            and process.logged("became leader")
+            and process.logged("became leader" if self.config.elect else "started")
             and not process.logged("leadership lost")
             and not process.logged("released leadership")
         )
@@ -150,10 +187,10 @@ class Replica:
     def stop(self) -> None:
         """Hold the replica and stop its instance gracefully (SIGTERM, then wait)."""
         self.held = True
-        self.terminate()
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join()  # it may be starting a new instance: wait for that first
+        self.terminate()
         process = self.process
         if process is not None and process._proc is not None:
             try:
@@ -186,8 +223,10 @@ class Replica:
             if self.held or process is None or process.returncode is None:
                 continue
             self._exited(self.instance, process)
-            with contextlib.suppress(AssertionError):
+            try:
                 self.start()
+            except AssertionError:  # the API server is unreachable: like a crash loop
+                self._stop.wait(RESTART_DELAY)
 
     def _exited(self, instance: str, process: OperatorProcess) -> None:
         if any(e.instance == instance for e in self.exits):
@@ -203,10 +242,11 @@ class Replica:
 
     def _look_for_orphans(self, instance: str) -> None:
         deadline = time.monotonic() + self.config.orphan_grace
-        left = marked(instance)
+        workdir = self.config.workdir / instance
+        left = marked(instance, workdir=workdir)
         while left and time.monotonic() < deadline:
             time.sleep(0.5)
-            left = marked(instance)
+            left = marked(instance, workdir=workdir)
         self.orphans += [Orphan(instance, pid, common.cmdline(pid)[:200]) for pid in left]
 
     def wait_checks(self) -> None:

@@ -1,7 +1,7 @@
 """The chaos benchmark's CRs: their kind, whether each has converged, and the churn.
 
 Part of ``make chaos`` (``bench/chaos.py``). :class:`Observer` lists the ``Chaos``
-CRs and their child ConfigMaps every ``POLL`` seconds, straight from the API server
+CRs and their child ConfigMaps every ``interval`` seconds, straight from the API server
 (never through a relay), and records when each generation of each CR was first
 seen converged truthfully; :class:`Churn` rewrites random CRs' specs meanwhile.
 Both shrug off the API server being down: that is the point of the benchmark.
@@ -22,7 +22,10 @@ from runner.kube.types import GVK
 
 GROUP = "chaos.playbook-operator.dev"
 CHAOS = GVK(GROUP, "v1", "Chaos")
-POLL = 0.5
+#: Label of the poison CRs (bench/chaos_faults.py): never listed, never expected to converge.
+POISON = f"{GROUP}/poison"
+#: Lists of the CRs the benchmark judges: every one but the poison.
+JUDGED: kube_client.Query = {"labelSelector": f"!{POISON}"}
 
 
 def crd() -> dict[str, Any]:
@@ -61,6 +64,23 @@ def client_for(cluster: devcluster.Cluster) -> kube_client.Client:
 # -- what the cluster says ------------------------------------------------------
 
 
+def claims_done(obj: dict[str, Any]) -> bool:
+    """The status says the current spec has been applied."""
+    meta, status = obj.get("metadata", {}), obj.get("status") or {}
+    return common.successful(obj) and status.get("observedGeneration") == meta.get("generation")
+
+
+def child_problem(obj: dict[str, Any], child: dict[str, Any] | None) -> str:
+    """Why the child does not reflect ``obj``'s spec (empty: it does)."""
+    want = str((obj.get("spec") or {}).get("value"))
+    data = (child or {}).get("data") or {}
+    if child is None:
+        return "no child ConfigMap"
+    if data.get("value") != want or data.get("uid") != obj.get("metadata", {}).get("uid"):
+        return f"child has value {data.get('value')!r} uid {data.get('uid')}, spec {want!r}"
+    return ""
+
+
 def problems(obj: dict[str, Any], child: dict[str, Any] | None) -> list[str]:
     """Why ``obj`` is not converged at its current spec (empty: converged, truthfully)."""
     meta, status = obj.get("metadata", {}), obj.get("status") or {}
@@ -72,22 +92,27 @@ def problems(obj: dict[str, Any], child: dict[str, Any] | None) -> list[str]:
             f"observedGeneration {status.get('observedGeneration')} != generation "
             f"{meta.get('generation')}"
         )
-    want = str((obj.get("spec") or {}).get("value"))
-    data = (child or {}).get("data") or {}
-    if child is None:
-        found.append("no child ConfigMap")
-    elif data.get("value") != want or data.get("uid") != meta.get("uid"):
-        found.append(f"child has value {data.get('value')!r} uid {data.get('uid')}, spec {want!r}")
+    if problem := child_problem(obj, child):
+        found.append(problem)
     return found
 
 
 class Observer:
-    """Lists the CRs and their children every ``POLL`` s; when each generation converged."""
+    """Lists the CRs and their children every ``interval`` s; when each generation converged.
 
-    def __init__(self, cluster: devcluster.Cluster, namespace: str) -> None:
+    It also collects untruthful statuses: ``Successful`` at the current generation
+    while the child does not hold that spec, seen in two polls in a row with the CR
+    unchanged (one poll could have listed the CR and the children either side of a
+    write).
+    """
+
+    def __init__(self, cluster: devcluster.Cluster, namespace: str, *, interval: float) -> None:
         self.namespace = namespace
+        self._interval = interval
         self.converged: dict[str, dict[int, float]] = {}  # name -> generation -> first seen
         self.errors = 0
+        self.lies: dict[tuple[str, str], str] = {}  # (name, resourceVersion) -> what was seen
+        self._suspects: dict[str, str] = {}  # name -> resourceVersion seen lying once
         self._client = client_for(cluster)
         self._cond = threading.Condition()
         self._stop = threading.Event()
@@ -102,13 +127,13 @@ class Observer:
         self._thread.join()
 
     def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-        objs = self._client.list(CHAOS, namespace=self.namespace).get("items", [])
+        objs = self._client.list(CHAOS, namespace=self.namespace, query=JUDGED).get("items", [])
         children = self._client.list(common.CONFIGMAP, namespace=self.namespace)
         by_name = {c["metadata"]["name"]: c for c in children.get("items", [])}
         return objs, by_name
 
     def _loop(self) -> None:
-        while not self._stop.wait(POLL):
+        while not self._stop.wait(self._interval):
             try:
                 objs, children = self.snapshot()
             except Exception:  # the API server is down on purpose: try again
@@ -122,7 +147,21 @@ class Observer:
                     if not problems(obj, child):
                         generation = int(obj["metadata"]["generation"])
                         self.converged.setdefault(name, {}).setdefault(generation, now)
+                    self._check_truth(obj, child)
                 self._cond.notify_all()
+
+    def _check_truth(self, obj: dict[str, Any], child: dict[str, Any] | None) -> None:
+        name, version = obj["metadata"]["name"], str(obj["metadata"].get("resourceVersion"))
+        problem = child_problem(obj, child) if claims_done(obj) else ""
+        if not problem:
+            self._suspects.pop(name, None)
+        elif self._suspects.get(name) == version:
+            generation = obj["metadata"].get("generation")
+            self.lies.setdefault(
+                (name, version), f"Successful at generation {generation}; {problem}"
+            )
+        else:
+            self._suspects[name] = version
 
     def when(self, targets: dict[str, int]) -> float | None:
         """When the last of ``targets`` (name → generation) converged at it or later."""

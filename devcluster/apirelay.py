@@ -16,19 +16,14 @@ it already had for the fake node only. TLS passes through untouched: the pod ver
 the apiserver's own serving certificate, which is valid for 10.0.0.1 and
 ``kubernetes.default.svc``, and authenticates with its ServiceAccount token.
 
-The relay is bounded: at most :data:`MAX_CONNECTIONS` at once; past that a new
-connection is closed at once. It never reads what it relays.
-
-Run as ``python -m devcluster.apirelay --listen HOST:PORT --target HOST:PORT``;
-:mod:`devcluster.node` starts and stops it with the node's other processes.
+The relay itself is :mod:`devcluster.relay` (bounded, it never reads what it relays);
+:mod:`devcluster.node` starts and stops it with the node's other processes, as the
+component :data:`devcluster.nodeconfig.APISERVER_RELAY`.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
-import signal
 import sys
 from typing import Any
 
@@ -36,7 +31,6 @@ from devcluster import api, errors, nodeconfig
 
 #: The relay's port on the bridge address (the apiserver's usual port).
 PORT = 6443
-MAX_CONNECTIONS = 256
 #: What marks the endpoints as ours (and keeps the mirroring controller off them).
 MANAGED_BY = "devcluster"
 _SERVICE_NAME = "kubernetes"
@@ -48,75 +42,10 @@ def command(*, target_port: int) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "devcluster.apirelay",
+        "devcluster.relay",
         f"--listen={nodeconfig.GATEWAY}:{PORT}",
         f"--target=127.0.0.1:{target_port}",
     ]
-
-
-# -- the relay process ----------------------------------------------------------------
-
-
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while chunk := await reader.read(65536):
-            writer.write(chunk)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()  # half-close: the other direction may still be talking
-    except (ConnectionError, OSError):
-        writer.close()
-
-
-class _Relay:
-    def __init__(self, *, target_host: str, target_port: int) -> None:
-        self._target = (target_host, target_port)
-        self._open = 0
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= MAX_CONNECTIONS:
-            writer.close()
-            return
-        self._open += 1
-        writers = [writer]
-        try:
-            upstream_reader, upstream_writer = await asyncio.wait_for(
-                asyncio.open_connection(*self._target), timeout=10.0
-            )
-            writers.append(upstream_writer)
-            await asyncio.gather(_pump(reader, upstream_writer), _pump(upstream_reader, writer))
-        except (OSError, TimeoutError):
-            pass
-        finally:
-            self._open -= 1
-            for each in writers:
-                each.close()
-
-
-def _address(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    return host, int(port)
-
-
-async def _serve(*, listen: tuple[str, int], target: tuple[str, int]) -> None:
-    relay = _Relay(target_host=target[0], target_port=target[1])
-    server = await asyncio.start_server(relay.handle, host=listen[0], port=listen[1])
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
-    print(f"relaying {listen[0]}:{listen[1]} to {target[0]}:{target[1]}", flush=True)
-    async with server:
-        await stopping.wait()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m devcluster.apirelay")
-    parser.add_argument("--listen", required=True, type=_address, help="HOST:PORT")
-    parser.add_argument("--target", required=True, type=_address, help="HOST:PORT")
-    args = parser.parse_args(argv)
-    asyncio.run(_serve(listen=args.listen, target=args.target))
-    return 0
 
 
 # -- the kubernetes Service's endpoints ------------------------------------------------
@@ -191,7 +120,3 @@ def withdraw(client: api.Api) -> None:
             labels = current.get("metadata", {}).get("labels", {})
             if labels.get("endpointslice.kubernetes.io/managed-by") == MANAGED_BY:
                 client.call("DELETE", f"{collection}/{_SERVICE_NAME}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

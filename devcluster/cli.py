@@ -62,8 +62,10 @@ def _status(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace) -> int:
     paths = nodeconfig.Paths.of(_cluster(args).layout)
     for image in args.images:
-        images.load(image=image, paths=paths)
-        print(f"loaded {image} into the real node ({nodeconfig.NODE_NAME})")
+        if images.load(image=image, paths=paths):
+            print(f"loaded {image} into the real node ({nodeconfig.NODE_NAME})")
+        else:
+            print(f"{image}: the real node ({nodeconfig.NODE_NAME}) already has this image")
     return 0
 
 

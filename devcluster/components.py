@@ -71,8 +71,9 @@ def apiserver(*, binary: Path, where: layout.Layout, ports: layout.Ports) -> lis
         f"--service-account-signing-key-file={pki.sa_key}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--allow-privileged=true",
-        # The advertise address is loopback, which Endpoints validation rejects; nothing
-        # in-cluster dials the `kubernetes` service here, so do not publish endpoints.
+        # The advertise address is loopback, which Endpoints validation rejects, so the
+        # apiserver publishes no endpoints for the `kubernetes` Service. With the real
+        # node, devcluster publishes its relay there (apirelay), which this keeps intact.
         "--endpoint-reconciler-type=none",
         "--profiling=false",
         # On SIGTERM, end open watches instead of letting them hold the HTTP server's

@@ -26,6 +26,9 @@ from devcluster import errors, nodeconfig, pins
 #: The stand-in builders under hack/node/, each printing the name of the image it built.
 STAND_INS = ("memcached.sh",)
 NAMESPACE = "k8s.io"  # the CRI plugin's containerd namespace
+#: The podman image id a loaded image came from (a label on the containerd image), so
+#: loading the same image again is skipped instead of copying hundreds of megabytes.
+PODMAN_ID_LABEL = "io.devcluster.podman-id"
 
 
 def _tar_member(archive: tarfile.TarFile, name: str, data: bytes, *, mode: int = 0o644) -> None:
@@ -128,17 +131,47 @@ def tag(*, socket: Path, source: str, target: str) -> None:
     )
 
 
-def load(*, image: str, paths: nodeconfig.Paths) -> None:
+def _ctr(socket: Path) -> list[str]:
+    return [shutil.which("ctr") or "ctr", f"--address={socket}", f"--namespace={NAMESPACE}"]
+
+
+def loaded_from(*, socket: Path, name: str) -> str | None:
+    """The podman image id the node's image ``name`` was loaded from, if it carries one."""
+    listing = _run(
+        [*_ctr(socket), "images", "ls", f"name=={name}"],
+        what=f"listing {name} in the real node",
+        timeout=60.0,
+    )
+    for line in listing.splitlines()[1:]:
+        # The last column holds the labels, comma-separated key=value pairs.
+        for label in line.split()[-1].split(",") if line.split() else []:
+            key, _, value = label.partition("=")
+            if key == PODMAN_ID_LABEL:
+                return value
+    return None
+
+
+def load(*, image: str, paths: nodeconfig.Paths) -> bool:
     """Load the local podman image ``image`` into the real node's containerd.
 
     podman names a short name ``localhost/<name>``; a pod that names the image as it
     was given finds it under Docker's normalisation, so that name is added too.
+    Returns False when the node already holds this very image (same podman id) under
+    that name, and nothing was copied.
     """
     if not paths.socket.exists():
         raise errors.NodeUnavailableError(
             f"no real node runs in {paths.directory.parent}; start one with "
             "`devcluster up --node real`"
         )
+    wanted = docker_name(image)
+    podman_id = _run(
+        ["podman", "image", "inspect", "--format={{.Id}}", image],
+        what=f"finding {image} in podman",
+        timeout=60.0,
+    ).strip()
+    if podman_id and loaded_from(socket=paths.socket, name=wanted) == podman_id:
+        return False
     safe = hashlib.sha256(image.encode()).hexdigest()[:16]
     archive = podman_archive(image=image, out=paths.images_dir / f"load-{safe}.tar")
     try:
@@ -146,9 +179,15 @@ def load(*, image: str, paths: nodeconfig.Paths) -> None:
         names = [docker_name(n) for n in archive_names(archive)]
     finally:
         archive.unlink(missing_ok=True)
-    wanted = docker_name(image)
     if names and wanted not in names:
         tag(socket=paths.socket, source=names[0], target=wanted)
+    if podman_id:
+        _run(
+            [*_ctr(paths.socket), "images", "label", wanted, f"{PODMAN_ID_LABEL}={podman_id}"],
+            what=f"labelling {wanted} in the real node",
+            timeout=60.0,
+        )
+    return True
 
 
 def build_stand_ins(*, timeout: float = 900.0) -> list[str]:

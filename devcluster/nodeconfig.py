@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devcluster import layout
+from devcluster import components, layout
 
 NODE_NAME = "real-node-0"
 #: The label and taint that steer pods to the real node (and keep the others off it).
@@ -225,6 +225,10 @@ def cni_network(paths: Paths) -> dict[str, Any]:
                 "ipam": {
                     "type": "host-local",
                     "ranges": [[{"subnet": POD_SUBNET, "gateway": GATEWAY}]],
+                    # Pods reach ClusterIPs (the `kubernetes` Service, for in-cluster
+                    # clients) through the gateway, where kube-proxy's rules are; no
+                    # default route, so nothing beyond the machine.
+                    "routes": [{"dst": components.SERVICE_CIDR, "gw": GATEWAY}],
                     # Inside the data dir, so `down` forgets every lease with it.
                     "dataDir": str(paths.cni_ipam_dir),
                 },

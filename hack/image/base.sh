@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# A local stand-in for the Dockerfile's default base image (python:3.11.14-slim-bookworm),
+# A local stand-in for the Dockerfile's default base image (python:3.13-slim-trixie),
 # made from Debian packages, for hosts that reach no container registry.
 #
 #   hack/image/base.sh              # prints the image reference, builds it if needed
+#   BASE_SUITE=bookworm hack/image/base.sh   # Debian 12's Python 3.11 (ansible-core 2.19)
 #
-# Debian bookworm's own python3 is 3.11, the Dockerfile's Python minor. The stand-in gives
+# Debian trixie's own python3 is 3.13, the Dockerfile's Python minor (bookworm's is 3.11,
+# for an image on ansible-core 2.19, the last line that runs on it). The stand-in gives
 # the Dockerfile what it expects of a python slim image: `python3` and `python`, `pip`
 # that may install into the system Python (the EXTERNALLY-MANAGED marker is removed, as
 # python images have none), apt working (Debian's sources, for tini), a UTF-8 locale.
@@ -19,9 +21,17 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export CONTAINERS_CONF="${CONTAINERS_CONF:-${ROOT}/hack/image/containers.conf}"
-IMAGE="${BASE_IMAGE:-localhost/playbook-operator-base:bookworm-python3.11}"
+SUITE="${BASE_SUITE:-trixie}"
+case "${SUITE}" in
+trixie) python=3.13 ;;
+bookworm) python=3.11 ;;
+*)
+    echo "base.sh: BASE_SUITE=${SUITE}: trixie or bookworm" >&2
+    exit 1
+    ;;
+esac
+IMAGE="${BASE_IMAGE:-localhost/playbook-operator-base:${SUITE}-python${python}}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-SUITE=bookworm
 PACKAGES=python3,python3-pip,python-is-python3,ca-certificates
 LABEL=io.playbook-operator.base-recipe
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # make docker-build-local: the operator image built with podman and no container
-# registry. The base is the local stand-in from base.sh (Debian bookworm's Python 3.11,
-# from Debian packages); the project's Dockerfile is built unchanged on top of it, with
-# pip reaching PyPI and apt reaching Debian's mirror through the host's network.
+# registry. The base is the local stand-in from base.sh (Debian trixie's Python 3.13, from
+# Debian packages; BASE_SUITE=bookworm: Python 3.11); the project's Dockerfile is built
+# unchanged on top of it, with pip reaching PyPI and apt reaching Debian's mirror through
+# the host's network.
 #
 #   hack/image/build-local.sh [IMAGE]     # default localhost/memcached-operator:local
 #
 # Galaxy is not among the registries such hosts reach, so requirements.yml's collections
 # are not installed (INSTALL_GALAXY_COLLECTIONS=false): the `ansible` package the runner
-# depends on already bundles kubernetes.core. ANSIBLE_CORE=2.18 picks the other line.
+# depends on already bundles kubernetes.core. ANSIBLE_CORE=2.19 or 2.20 picks an older line.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

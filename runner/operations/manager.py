@@ -18,7 +18,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
 
 from runner import proxy, warm
@@ -68,6 +68,51 @@ def _exit_with_runs(code: int) -> None:
     warm launchers would end theirs only once they noticed this process gone."""
     process_tree.kill_children()
     os._exit(code)
+
+
+#: Answers during an API server's start or restart that mean "not yet", not "no".
+_NOT_YET = frozenset({429, 500, 502, 503, 504})
+#: How long a kind may be missing from discovery before it counts as not served: an API
+#: server that just started lists CRD-backed groups a moment after it answers at all.
+_NOT_FOUND_GRACE = 10.0
+
+
+def served(
+    discover: Callable[[GVK], Resource],
+    gvk: GVK,
+    *,
+    stop: threading.Event,
+    clock: Callable[[], float] = time.monotonic,
+) -> Resource:
+    """How the cluster serves ``gvk``, waiting while the API server cannot answer yet.
+
+    A runner started beside a restarting API server (or through a connection that is
+    being re-established) waits with capped backoff instead of dying with a
+    traceback. A kind still missing after :data:`_NOT_FOUND_GRACE` raises
+    :class:`~runner.kube.errors.NotFoundError`; a stop request raises
+    :class:`~runner.base.errors.ConfigError` saying discovery never finished.
+    """
+    delay, started = 0.5, clock()
+    while True:
+        try:
+            return discover(gvk)
+        except kube_errors.NotFoundError:
+            if clock() - started >= _NOT_FOUND_GRACE:
+                raise
+            problem = f"{gvk.kind} not in discovery yet"
+        except kube_errors.ApiError as e:
+            if e.status not in _NOT_YET:
+                raise
+            problem = str(e)
+        except kube_errors.TransportError as e:
+            problem = str(e)
+        log.warning(
+            "the API server cannot answer discovery yet; retrying",
+            extra={"kind": gvk.kind, "error": problem, "retry_in": delay},
+        )
+        if stop.wait(delay):
+            raise errors.ConfigError(f"stopped before discovery of {gvk.kind} finished")
+        delay = min(delay * 2, 10.0)
 
 
 class Manager:
@@ -190,7 +235,7 @@ class Manager:
         owner_namespaced: dict[GVK, bool] = {}
         for watch in settings.watches:
             try:
-                resource = self.client.resource(watch.gvk)
+                resource = served(self.client.resource, watch.gvk, stop=self.stop_event)
             except kube_errors.NotFoundError as e:
                 # As ansible-operator stops on "no matches for kind"; the usual cause is
                 # a kind just added (create api) whose CRD is not installed yet.

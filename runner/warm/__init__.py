@@ -12,7 +12,9 @@ unchanged. Modules:
   ``ansible-playbook`` and used as the module interpreter;
 - :mod:`runner.warm.reuse` — what a run takes over from earlier runs (module
   payloads, compiled module code, parsed metadata), only while its inputs are
-  unchanged.
+  unchanged;
+- :mod:`runner.warm.gates` — what each of those relies on in ansible-core, checked per
+  launcher: a mechanism without its ground is off, logged once with why.
 
 Import contract: this package imports nothing else of the runtime (checked by
 import-linter); :mod:`~runner.warm.wire` imports only the standard library.

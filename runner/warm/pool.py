@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import shlex
@@ -36,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.warm import wire, zygote
+from runner.warm import gates, wire, zygote
 
 log = logging.getLogger("runner.warm")
 
@@ -78,6 +79,7 @@ class _Process:
     proc: subprocess.Popen[bytes] | None = None
     starts: list[float] = field(default_factory=list)
     given_up: bool = False
+    gates_read: bool = False  # what the launcher left off (gates.py) was read
 
 
 class Launchers:
@@ -93,6 +95,7 @@ class Launchers:
         self._module: _Process | None = None
         self._closed = False
         self._over_cap: set[str] = set()
+        self._reported_off: set[str] = set()  # mechanisms already logged as off
         self.outcomes: Counter[str] = Counter()  # warm / cold / lost runs
 
     @property
@@ -244,6 +247,9 @@ class Launchers:
             return launcher.socket
         proc = launcher.proc
         if proc is not None and proc.poll() is None:
+            if not launcher.gates_read and launcher.socket.exists():
+                launcher.gates_read = True
+                self._report_off(launcher)
             return launcher.socket
         now = time.monotonic()
         if proc is not None:
@@ -267,6 +273,25 @@ class Launchers:
                 "warm launcher started", extra={"launcher": launcher.name, "pid": launcher.proc.pid}
             )
         return launcher.socket
+
+    def _report_off(self, launcher: _Process) -> None:
+        """One log line naming the reuse mechanisms a launcher found no ground for on
+        this ansible-core (:mod:`runner.warm.gates`), once per mechanism: their runs
+        compute that part themselves, as cold runs do."""
+        path = launcher.socket.with_name(f"{launcher.socket.name}.gates")
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+            off = {str(k): str(v) for k, v in dict(found["off"]).items()}
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        new = {k: v for k, v in off.items() if k not in self._reported_off}
+        if not new:
+            return
+        self._reported_off.update(new)
+        log.warning(
+            "warm runs compute these themselves on this ansible-core, as cold runs do",
+            extra={"ansible_core": str(found.get("ansible_core", "")), "off": gates.describe(new)},
+        )
 
     def _spawn(self, launcher: _Process) -> subprocess.Popen[bytes] | None:
         argv = [self._python, "-c", _BOOTSTRAP.format(lib=str(_LIB_DIR))]

@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import json
 import os
 import runpy
 import selectors
@@ -52,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.warm import finish, payload, reuse, shortcut, tree, wire
+from runner.warm import finish, gates, payload, reuse, shortcut, tree, wire
 
 #: Environment variables that differ from run to run and that nothing pre-imported
 #: reads at import time, or that a child re-reads (ansible-core's constants, the
@@ -168,6 +169,7 @@ class _Launcher:
     plugins: reuse.PluginOptions = field(default_factory=reuse.PluginOptions)
     payloads: reuse.PayloadCache | None = None  # program kind: see reuse.py
     compiled: reuse.CompiledCode | None = None  # see reuse.py
+    off: dict[str, str] = field(default_factory=dict)  # mechanism -> why (gates.py)
     jobs: dict[int, _Job] = field(default_factory=dict)  # by child pid
     by_conn: dict[int, _Job] = field(default_factory=dict)  # by client fd
 
@@ -458,11 +460,14 @@ def _refresh_ansible() -> None:
 def _reuse(launcher: _Launcher) -> None:
     """Hand the run what earlier runs computed (:mod:`runner.warm.reuse`) and the cheaper
     equivalents of hot ansible-core internals (:mod:`runner.warm.shortcut`)."""
-    if launcher.kind == "program":
+    on = _on(launcher)
+    if launcher.kind == "program" and on(gates.STACK_WALK):
         _saving(shortcut.install)
-    _saving(launcher.routing.install)
-    _saving(launcher.plugins.install)
-    if launcher.payloads is not None:
+    if on(gates.ROUTING):
+        _saving(launcher.routing.install)
+    if on(gates.PLUGIN_OPTIONS):
+        _saving(launcher.plugins.install)
+    if launcher.payloads is not None and on(gates.PAYLOADS):
         _saving(launcher.payloads.install)
 
 
@@ -471,10 +476,28 @@ def _reuse_code(launcher: _Launcher) -> None:
     the payload's files in modules."""
     if launcher.compiled is None:
         return
-    if launcher.kind == "program":
+    on = _on(launcher)
+    if launcher.kind == "program" and on(gates.TEMPLATES):
         _saving(launcher.compiled.install_for_templates)
-    else:
+    elif launcher.kind == "module" and on(gates.MODULE_CODE):
         _saving(launcher.compiled.install_for_modules)
+
+
+def _on(launcher: _Launcher) -> Callable[[str], bool]:
+    """Whether a mechanism's ground holds for this launcher (:mod:`runner.warm.gates`)."""
+    return lambda mechanism: mechanism not in launcher.off
+
+
+def _report(socket_path: str, off: dict[str, str]) -> None:
+    """Tell the runtime what is off and why, beside the socket (:mod:`runner.warm.pool`
+    logs it once); written before the socket exists."""
+    version = getattr(sys.modules.get("ansible.release"), "__version__", "")
+    staging = f"{socket_path}.gates.{os.getpid()}"
+    with contextlib.suppress(OSError):
+        Path(staging).write_text(
+            json.dumps({"ansible_core": version, "off": off}), encoding="utf-8"
+        )
+        os.replace(staging, f"{socket_path}.gates")
 
 
 def _saving(install: Callable[[], object]) -> None:
@@ -508,11 +531,16 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
         options[name].append(rest.pop(0))
     kind = options["--kind"][0]
     preload(kind, options["--preload"])  # what is missing is only imported by each child
+    off = gates.check(kind)
+    _report(options["--socket"][0], off)
     routing, plugins = reuse.RoutingMetadata(), reuse.PluginOptions()
     if kind == "program":
-        routing.prepare()
-        plugins.prepare()
-        shortcut.prepare()
+        if gates.ROUTING not in off:
+            routing.prepare()
+        if gates.PLUGIN_OPTIONS not in off:
+            plugins.prepare()
+        if gates.STACK_WALK not in off:
+            shortcut.prepare()
     # Children share the launcher's pages copy-on-write; a garbage collection in a
     # child would touch (and so copy) every object. Frozen objects are never scanned.
     gc.collect()
@@ -538,6 +566,7 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
             if options["--cache"]
             else None
         ),
+        off=off,
     )
     _launcher_pid(launcher)
     tree.become_subreaper()

@@ -20,11 +20,11 @@ ROLES = FIXTURES / "roles"
 
 
 def ansible_core_line(version: str) -> str:
-    """``2.18.19`` → ``2.18``."""
+    """``2.21.5`` → ``2.21``."""
     return ".".join(version.split(".")[:2])
 
 
-#: The ansible-core line of this environment, which runs the plays: ``2.18`` or ``2.19``.
+#: The ansible-core line of this environment, which runs the plays: ``2.19``, ``2.20`` or ``2.21``.
 ANSIBLE_CORE = ansible_core_line(metadata.version("ansible-core"))
 
 

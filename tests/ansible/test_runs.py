@@ -22,7 +22,6 @@ import pytest
 from runner.ansible import extravars, launch
 from runner.base import errors
 from tests.ansible.conftest import (
-    ANSIBLE_CORE,
     PLAYBOOKS,
     ROLES,
     Captured,
@@ -224,11 +223,11 @@ def test_a_decodable_key_in_cr_data_does_not_undo_mark_unsafe(
 def test_without_mark_unsafe_ansible_renders_jinja_in_cr_strings(
     run_playbook: RunPlaybook, captured: tuple[logging.Logger, Captured]
 ) -> None:
-    """Documents ansible-core 2.18 and 2.19: extra vars read from a file are trusted
+    """Documents every supported ansible-core line: extra vars read from a file are trusted
     templates, so a CR author can make the operator evaluate Jinja (lookups included)."""
     outputs = run_templated(run_playbook, captured[1], mark_unsafe=False)
-    # "{{ 6 * 7 }}" becomes 42: the integer on 2.19 (native types), a string on 2.18.
-    rendered = "42" if ANSIBLE_CORE == "2.18" else 42
+    # "{{ 6 * 7 }}" becomes 42, the integer (native types since 2.19).
+    rendered = 42
     assert outputs == {"Spec parameter": rendered, "Full object": rendered, "Raw spec": "xxx"}
 
 

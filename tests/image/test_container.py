@@ -114,6 +114,27 @@ def _health(port: int, path: str) -> int:
         return int(exc.code)
 
 
+#: What the default image runs: Debian 13's Python and the newest ansible-core line.
+_VERSIONS = (
+    "import sys, ansible.release; from runner.warm import gates; "
+    "print(f'{sys.version_info[0]}.{sys.version_info[1]}', ansible.release.__version__); "
+    "print(gates.describe({**gates.check('program'), **gates.check('module')}) or 'none off')"
+)
+
+
+@pytest.mark.timeout(1800)  # a cold image build (debootstrap, pip) is part of it
+def test_the_default_image_runs_ansible_core_2_21_warm_on_python_3_13(image: str) -> None:
+    done = container_mod.podman(
+        "run", "--rm", "--network=host", "--entrypoint=python3", image, "-c", _VERSIONS
+    )
+    versions, off = done.stdout.strip().splitlines()[-2:]
+    python, core = versions.split()
+    assert (python, core.rsplit(".", 1)[0]) == ("3.13", "2.21"), (
+        f"expected Python 3.13 and ansible-core 2.21, saw Python {python}, ansible-core {core}"
+    )
+    assert off == "none off", f"expected every warm mechanism on in the image, off: {off}"
+
+
 @pytest.mark.timeout(1800)  # a cold image build (debootstrap, pip) is part of it
 def test_image_runs_memcached_operator_as_the_manager_deployment(
     cluster: devcluster.Cluster,

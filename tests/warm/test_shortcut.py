@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runner.warm import shortcut
 
+ROOT = Path(__file__).resolve().parents[2]
 stack = pytest.importorskip(
     "ansible.module_utils._internal._stack", reason="ansible-core before 2.19 has no stack walk"
 )
@@ -63,16 +67,37 @@ def test_a_place_described_again_is_described_alike_and_apart() -> None:
     )
 
 
+#: Run as a launcher runs it: the program launcher's imports, then ``prepare`` (the first
+#: lookup of the process, as in a launcher: in a test session something may have looked
+#: before, and ``inspect`` only scans ``sys.modules`` when the asked-for file is unknown).
+_LAUNCHER = """
+import inspect, sys
+from runner.warm import shortcut, zygote
+zygote.preload("program")
+shortcut.prepare()
+known = set(inspect.modulesbyfile.values())
+print(sorted(
+    module.__name__
+    for module in list(sys.modules.values())
+    if inspect.ismodule(module)
+    and getattr(module, "__file__", None)
+    and module.__name__ not in known
+))
+"""
+
+
 def test_the_launcher_maps_the_files_of_the_modules_it_imported() -> None:
     """After ``prepare`` (in the launcher), describing a frame of any module imported
     before it does not search ``sys.modules`` again."""
-    shortcut.prepare()
-    known = set(inspect.modulesbyfile.values())  # each file → the name its module knows
-    missing = [
-        module.__name__
-        for module in list(sys.modules.values())
-        if inspect.ismodule(module)
-        and getattr(module, "__file__", None)
-        and module.__name__ not in known
-    ]
-    assert not missing, f"modules not mapped to their files: {missing[:5]}"
+    done = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, f"expected the launcher's imports to work:\n{done.stderr[-2000:]}"
+    missing = done.stdout.strip().splitlines()[-1]
+    assert missing == "[]", f"expected every imported module mapped, these are not: {missing}"

@@ -30,7 +30,7 @@ def _run_pid() -> int:
     return parent.pid if parent is not None and parent.pid else os.getpid()
 
 
-class LookupModule(LookupBase):
+class LookupModule(LookupBase):  # type: ignore[misc]  # ansible-core is untyped
     def run(self, terms: list[Any], variables: Any = None, **kwargs: Any) -> list[str]:
         if len(terms) != 1 or terms[0] not in ("start", "end"):
             raise AnsibleError("chaos_record takes one term: start or end")
