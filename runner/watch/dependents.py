@@ -161,10 +161,12 @@ class DependentWatches:
                             "child": (event.obj.get("metadata") or {}).get("name"),
                         },
                     )
-                    # A cluster-scoped owner's key has no namespace part.
+                    # A cluster-scoped owner's key has no namespace part. A readiness
+                    # change continues the owner's earlier run, as its requeue_after would:
+                    # it waits behind new and changed objects (resync priority).
                     enqueue(
                         key if namespaced else ObjectKey(key.rpartition("/")[2]),
-                        workqueue.Priority.EVENT,
+                        workqueue.Priority.EVENT if changed else workqueue.Priority.RESYNC,
                     )
             if failed is not None:
                 raise failed  # the informer logs it once, naming the child

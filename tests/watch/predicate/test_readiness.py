@@ -154,7 +154,7 @@ def _registry(*, readiness: frozenset[str]) -> tuple[dependents.DependentWatches
 
     def enqueue_as(gvk: GVK) -> dependents.Enqueue:
         def enqueue(key: ObjectKey, priority: workqueue.Priority) -> None:
-            heard.append(f"{gvk.kind} {key}")
+            heard.append(f"{gvk.kind} {key} {priority.name}")
 
         return enqueue
 
@@ -176,7 +176,8 @@ def _registry(*, readiness: frozenset[str]) -> tuple[dependents.DependentWatches
         pytest.param(
             frozenset({"Deployment.apps"}),
             Event(EventType.MODIFIED, deployment(DONE, rv="2"), old=STARTING),
-            ["Memcached ns/m"],
+            # behind new and changed objects, as the requeue it replaces would be
+            ["Memcached ns/m RESYNC"],
             id="ready-reaches-the-owner-that-asked-only",
         ),
         pytest.param(
@@ -194,7 +195,7 @@ def _registry(*, readiness: frozenset[str]) -> tuple[dependents.DependentWatches
         pytest.param(
             frozenset(),
             Event(EventType.MODIFIED, deployment(rv="2", size=3), old=deployment()),
-            ["Memcached ns/m", "Other ns/o"],
+            ["Memcached ns/m EVENT", "Other ns/o EVENT"],
             id="spec-change-reaches-every-owner",
         ),
     ],
