@@ -127,8 +127,8 @@ bench: venv cluster-up ## Cold vs warm Ansible on the embedded cluster (BENCH_AR
 	$(PY) bench/reconcile.py $(BENCH_ARGS)
 
 .PHONY: bench-memcached
-bench-memcached: venv cluster-up ## Memcached at scale: N CRs of 3 pods created, then upgraded (BENCH_ARGS=--help).
-	$(PY) bench/memcached_scale.py $(BENCH_ARGS)
+bench-memcached: venv cluster-up ## Memcached at scale: N CRs of 3 pods created, then upgraded; NODE=real on the real node (BENCH_ARGS=--help).
+	$(PY) bench/memcached_scale.py$(if $(filter real,$(NODE)), --node real) $(BENCH_ARGS)
 
 .PHONY: bench-sharding
 bench-sharding: venv cluster-up ## Reconciles per minute with 1 vs 3 sharded replicas, CPU per reconcile, projection (BENCH_ARGS=--help).

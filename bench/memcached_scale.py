@@ -26,12 +26,30 @@ smaller so that the run takes a few minutes on 2 cores. The pods run on a node o
 their own (``testkit/pool.py``: a second kwok, pods ready within a second, no
 limit on their number; the cluster's own node takes 110 pods and is shared with the
 tests): what is measured is the operator, not kubelets.
+
+``--node real`` puts the pods on the embedded cluster's real node instead
+(``devcluster up --node real``: kubelet, containerd, the stand-in images), and measures
+what kwok hides:
+
+- CR → memcached answering: one Memcached of one pod created, until ``version`` is
+  answered through its Service's ClusterIP (median of 5, each deleted afterwards);
+- create and upgrade as above, with pods that take ``--ready-delay`` seconds (20) to
+  become ready: the memcached stand-in retagged with an entrypoint that waits that long
+  before memcached listens, so the role's tcpSocket readiness probe fails until then
+  (versions ``1.6.38-alpine-ready20s`` → ``1.6.39-alpine-ready20s``), then a delete phase;
+  CPU per CR lifetime is the runner tree's CPU over the three phases per CR;
+- kubelet + containerd RSS with those pods running.
+
+The runner still runs on the host, as in the kwok mode, so the figures compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import socket
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +62,9 @@ import yaml
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import devcluster
 from bench import common
+from devcluster import images, nodeconfig
 from runner.kube import client as kube_client
 from runner.kube import errors as kube_errors
 from runner.kube.types import GVK
@@ -53,6 +73,8 @@ from testkit.harness import OperatorProcess
 
 MiB = 1024 * 1024
 POD = GVK("", "v1", "Pod")
+SERVICE = GVK("", "v1", "Service")
+STAND_IN = "docker.io/library/memcached"
 OLD, NEW = "1.6.38-alpine", "1.6.39-alpine"
 
 
@@ -152,17 +174,232 @@ def requeued(operator: OperatorProcess) -> int:
     return int(operator.metric("playbook_operator_reconcile_total", result="requeue_after"))
 
 
+def slow_images(delay: int) -> tuple[str, str]:
+    """The memcached stand-in as two versions whose memcached listens ``delay`` s after
+    the container starts, built in podman and loaded into the real node."""
+    versions = (f"{OLD}-ready{delay}s", f"{NEW}-ready{delay}s")
+    containerfile = (
+        f"FROM {STAND_IN}:{OLD}\n"
+        f'ENTRYPOINT ["/bin/sh", "-c", "sleep {delay}; exec docker-entrypoint.sh \\"$@\\"", "--"]\n'
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-slow-") as context:
+        (Path(context) / "Containerfile").write_text(containerfile)
+        name = f"{STAND_IN}:{versions[0]}"
+        subprocess.run(
+            ["podman", "build", "--quiet", "-t", name, context], check=True, capture_output=True
+        )
+        subprocess.run(["podman", "tag", name, f"{STAND_IN}:{versions[1]}"], check=True)
+    return versions
+
+
+def answers_version(address: str) -> bool:
+    try:
+        with socket.create_connection((address, 11211), timeout=2.0) as conn:
+            conn.sendall(b"version\r\n")
+            return conn.recv(64).startswith(b"VERSION ")
+    except OSError:
+        return False
+
+
+def time_to_answer(
+    client: kube_client.Client, workload: common.Workload, namespace: str, *, name: str
+) -> float:
+    """Create a one-pod Memcached on the real node; seconds until its Service answers."""
+    placement = {
+        "nodeSelector": nodeconfig.node_selector(),
+        "tolerations": [nodeconfig.toleration()],
+    }
+    started = time.monotonic()
+    client.create(
+        workload.gvk,
+        workload.obj(name, namespace, size=1, version=OLD, **placement),
+        namespace=namespace,
+    )
+    deadline = started + 180
+    selector: dict[str, str | int | bool] = {"labelSelector": f"app.kubernetes.io/instance={name}"}
+    while time.monotonic() < deadline:
+        services = client.list(SERVICE, namespace=namespace, query=selector)["items"]
+        address = services[0]["spec"].get("clusterIP") if services else None
+        if address and answers_version(address):
+            return time.monotonic() - started
+        time.sleep(0.2)
+    raise TimeoutError(f"memcached {name} did not answer within 180s")
+
+
+def node_rss_mib(paths: nodeconfig.Paths) -> dict[str, float]:
+    """RSS of the real node's kubelet and containerd (found by their command lines)."""
+    found = {"kubelet": 0, "containerd": 0}
+    for entry in Path("/proc").iterdir():
+        line = common.cmdline(int(entry.name)) if entry.name.isdigit() else ""
+        if not line:
+            continue
+        if f"--hostname-override={nodeconfig.NODE_NAME}" in line and "kubelet" in line:
+            found["kubelet"] += common.rss_bytes([int(entry.name)])
+        elif str(paths.containerd_config) in line and line.split()[0].endswith("containerd"):
+            found["containerd"] += common.rss_bytes([int(entry.name)])
+    return {k: round(v / MiB, 1) for k, v in found.items()}
+
+
+def real_node(
+    *,
+    args: argparse.Namespace,
+    cluster: devcluster.Cluster,
+    client: kube_client.Client,
+    namespace: str,
+) -> dict[str, Any]:
+    """The figures of ``--node real`` (see the module docstring)."""
+    if not cluster.has_real_node():
+        raise SystemExit("no real node: start one with `devcluster up --node real`")
+    paths = nodeconfig.Paths.of(cluster.layout)
+    old, new = slow_images(args.ready_delay)
+    for version in (old, new):
+        images.load(image=f"{STAND_IN}:{version}", paths=paths)
+    placement = {
+        "nodeSelector": nodeconfig.node_selector(),
+        "tolerations": [nodeconfig.toleration()],
+    }
+    figures: dict[str, Any] = {"node": "real", "count": args.count, "size": args.size}
+    with tempfile.TemporaryDirectory(prefix="bench-memcached-") as tmp:
+        workdir = Path(tmp)
+        workload = common.memcached(workdir)
+        install(client, workload)
+        operator = OperatorProcess(
+            workdir=workdir,
+            kubeconfig=Path(cluster.kubeconfig),
+            namespace=namespace,
+            watches=watches(workload),
+            args=("--log-level=info",),
+            env={"ANSIBLE_ROLES_PATH": str(workload.roles_dir), "ANSIBLE_GATHERING": "explicit"},
+        )
+        try:
+            operator.start()
+            answered = []
+            for i in range(5):
+                name = f"answer-{i}"
+                answered.append(time_to_answer(client, workload, namespace, name=name))
+                client.delete(workload.gvk, name=name, namespace=namespace)
+            figures["answer_s"] = [round(a, 1) for a in answered]
+            figures["answer_median_s"] = round(statistics.median(answered), 1)
+            # The last answering CR's runs (its pod's readiness) must not count below.
+            common.settle(operator.runs, quiet=5.0, timeout=120)
+
+            names = [f"memcached-{i:03d}" for i in range(args.count)]
+
+            def create() -> None:
+                for name in names:
+                    obj = workload.obj(name, namespace, size=args.size, version=old, **placement)
+                    client.create(workload.gvk, obj, namespace=namespace)
+
+            def upgrade() -> None:
+                for name in names:
+                    body = {"spec": {"version": new}}
+                    client.patch(workload.gvk, name=name, namespace=namespace, body=body)
+
+            def delete() -> None:
+                for name in names:
+                    client.delete(workload.gvk, name=name, namespace=namespace)
+
+            def until(version: str) -> Callable[[], float]:
+                return lambda: wait_all(
+                    client,
+                    workload,
+                    namespace,
+                    lambda obj: rolled_out(obj, size=args.size, version=version),
+                    count=args.count,
+                    timeout=args.timeout,
+                )
+
+            def gone() -> float:
+                deadline = time.monotonic() + args.timeout
+                while (
+                    client.list(workload.gvk, namespace=namespace)["items"]
+                    or client.list(POD, namespace=namespace)["items"]
+                ):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("Memcacheds or pods left after deletion")
+                    time.sleep(1.0)
+                return time.monotonic()
+
+            figures["create"] = phase(operator, act=create, wait=until(old))
+            figures["upgrade"] = phase(operator, act=upgrade, wait=until(new))
+            figures["node_rss_mib"] = node_rss_mib(paths)
+            figures["delete"] = phase(operator, act=delete, wait=gone)
+            cpu = sum(figures[p]["cpu_s"] for p in ("create", "upgrade", "delete"))
+            figures["cpu_s_per_cr_lifetime"] = round(cpu / args.count, 2)
+        finally:
+            operator.stop()
+    return figures
+
+
+def print_real_node(figures: dict[str, Any]) -> None:
+    count = figures["count"]
+    print(
+        f"\nreal node: CR → memcached answering (1 pod), median of 5: "
+        f"{figures['answer_median_s']} s ({figures['answer_s']})"
+    )
+    rows = [
+        [
+            name,
+            f"{f['wall_s']} s",
+            str(f["runs"]),
+            str(f["runs_requeued"]),
+            f"{f['runs'] / count:.2f}",
+            f"{f['cpu_s']} s",
+        ]
+        for name, f in (
+            ("create → all Available", figures["create"]),
+            ("upgrade → all report it", figures["upgrade"]),
+            ("delete → all gone", figures["delete"]),
+        )
+    ]
+    print(
+        f"\n{count} Memcacheds x {figures['size']} pods, pods ready after "
+        f"~{figures['ready_delay_s']} s\n"
+    )
+    print(common.table(["phase", "wall", "runs", "requeued", "runs/CR", "CPU"], rows))
+    rss = figures["node_rss_mib"]
+    print(
+        f"\nCPU per CR lifetime: {figures['cpu_s_per_cr_lifetime']} s; with "
+        f"{count * figures['size']} pods running: kubelet {rss['kubelet']} MiB, containerd "
+        f"{rss['containerd']} MiB"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=20, help="Memcached CRs (default 20)")
-    parser.add_argument("--size", type=int, default=3, help="pods per Memcached (default 3)")
+    parser.add_argument("--count", type=int, help="Memcached CRs (default 20; 3 with --node real)")
+    parser.add_argument(
+        "--size", type=int, help="pods per Memcached (default 3; 2 with --node real)"
+    )
     parser.add_argument("--timeout", type=float, default=1800, help="per phase, seconds")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--node",
+        choices=("kwok", "real"),
+        default="kwok",
+        help="where the pods run: a kwok pool (default) or the real node",
+    )
+    parser.add_argument(
+        "--ready-delay", type=int, default=20, help="--node real: seconds until pods are ready"
+    )
     args = parser.parse_args(argv)
+    real = args.node == "real"
+    args.count = args.count or (3 if real else 20)
+    args.size = args.size or (2 if real else 3)
 
     cluster, client = common.connect()
     stamp = f"{int(time.time()) % 100000}"
     namespace = common.create_namespace(client, f"bench-{stamp}-memcached-scale")
+    if real:
+        try:
+            found = real_node(args=args, cluster=cluster, client=client, namespace=namespace)
+        finally:
+            with contextlib.suppress(Exception):
+                common.delete_namespaces(client, [namespace])
+        found["ready_delay_s"] = args.ready_delay
+        print_real_node(found)
+        common.dump(args.json, found)
+        return 0
     figures: dict[str, Any] = {"count": args.count, "size": args.size}
     with (
         tempfile.TemporaryDirectory(prefix="bench-memcached-") as tmp,

@@ -4,8 +4,9 @@ No registry answers on these machines, so nothing is ever pulled. The node's
 containerd gets every image from an archive: the pause image (the static ``pause``
 program ``devcluster build --node real`` compiles, packed here into a one-layer
 image), stand-ins for the images the project's roles name (``hack/node/*.sh`` build
-them with podman from Debian packages, under the exact names the roles use), and any
-local podman image (``devcluster load``, like ``kind load docker-image``).
+them with podman from Debian packages or our own Go source, under the exact names the
+roles use), and any local podman image (``devcluster load``, like ``kind load
+docker-image``).
 
 Archives are docker-archive tars (``manifest.json`` with ``RepoTags``): containerd's
 importer takes their names as they are, where an OCI archive would need a base name.
@@ -23,8 +24,10 @@ from pathlib import Path
 
 from devcluster import errors, nodeconfig, pins
 
-#: The stand-in builders under hack/node/, each printing the name of the image it built.
-STAND_INS = ("memcached.sh",)
+#: The stand-in builders under hack/node/, each printing the name of the image it built:
+#: memcached from Debian's package, its exporter sidecar from our own stdlib-only Go
+#: exporter (hack/node/memcached-exporter/; upstream's module is refused by the proxy).
+STAND_INS = ("memcached.sh", "memcached-exporter.sh")
 NAMESPACE = "k8s.io"  # the CRI plugin's containerd namespace
 #: The podman image id a loaded image came from (a label on the containerd image), so
 #: loading the same image again is skipped instead of copying hundreds of megabytes.

@@ -11,7 +11,9 @@ reconciled by it; its pods are sent to the real node by the CR's own ``nodeSelec
 and ``tolerations`` (fields the CRD and the memcached role already have), and its
 Service answers memcached's protocol: ``set``/``get`` and ``version``, which the
 stand-in image reports as Debian's memcached version (1.6.18 on bookworm, the suite
-hack/image/base.sh used until it moved to trixie), not the tag's 1.6.38.
+hack/image/base.sh used until it moved to trixie), not the tag's 1.6.38. The sample
+runs with its exporter sidecar (the stand-in of hack/node/memcached-exporter/), whose
+``/metrics`` on each pod's IP shows ``memcached_commands_total`` rising after them.
 
 The manager is deployed into the test's namespace, watching only that namespace, with
 its cluster-wide RBAC under a name prefix of its own, so it never touches other tests'
@@ -75,6 +77,10 @@ def real_node(cluster: devcluster.Cluster) -> Iterator[nodeconfig.Paths]:
         pytest.skip(f"building the operator image needs {', '.join(missing)}")
     paths = nodeconfig.Paths.of(cluster.layout)
     if cluster.has_real_node():
+        # A node started before a stand-in was added lacks it; loading is skipped for
+        # images the node already holds.
+        for image in images.build_stand_ins():
+            images.load(image=image, paths=paths)
         yield paths
         return
     devcluster.build(skip_overridden=True, node=True)
@@ -197,6 +203,32 @@ def pods_of(kube: client.Client, *, namespace: str, selector: str) -> list[dict[
     return list(listing.get("items", []))
 
 
+#: The exporter's counters the test's set and get move (upstream's names and labels).
+COMMANDS = (("set", "hit"), ("get", "hit"))
+
+
+def exporter_commands(addresses: list[str]) -> dict[tuple[str, str], float]:
+    """memcached_commands_total by (command, status), summed over the exporters at
+    ``addresses``:9150 (each answering memcached_up 1)."""
+    totals: dict[tuple[str, str], float] = {}
+    for address in addresses:
+        url = f"http://{address}:9150/metrics"
+        with urllib.request.urlopen(url, timeout=5.0) as reply:
+            body = reply.read().decode(errors="replace")
+        assert "\nmemcached_up 1\n" in body, f"expected memcached_up 1 from {url}, saw:\n{body}"
+        for line in body.splitlines():
+            if not line.startswith("memcached_commands_total{"):
+                continue
+            labels, _, value = line.partition("} ")
+            fields = dict(
+                pair.split("=", 1)
+                for pair in labels.removeprefix("memcached_commands_total{").split(",")
+            )
+            key = (fields["command"].strip('"'), fields["status"].strip('"'))
+            totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
 def metrics_status(url: str, token: str | None) -> int:
     context = ssl.create_default_context()
     context.check_hostname = False  # the manager's self-signed serving certificate
@@ -283,6 +315,7 @@ def test_manager_runs_on_the_real_node_and_serves_the_sample_memcached(
         sample = yaml.safe_load(SAMPLE.read_text())
         sample["spec"]["nodeSelector"] = nodeconfig.node_selector()
         sample["spec"]["tolerations"] = [nodeconfig.toleration()]
+        sample["spec"]["monitoring"] = {"enabled": True}  # the exporter sidecar
         kube.create(MEMCACHED, sample, namespace=namespace)
         name = sample["metadata"]["name"]
         size = sample["spec"]["size"]
@@ -318,6 +351,13 @@ def test_manager_runs_on_the_real_node_and_serves_the_sample_memcached(
         services = listing.get("items", [])
         assert len(services) == 1, f"expected one Service of {name}, saw {len(services)}"
         address = services[0]["spec"]["clusterIP"]
+        pod_ips = [p["status"]["podIP"] for p in pods]
+        before = wait_for(
+            lambda: exporter_commands(pod_ips),
+            describe=f"the exporter sidecars on {pod_ips} to serve /metrics",
+            ignore=(OSError,),
+            interval=0.5,
+        )
         answers = wait_for(
             lambda: memcached(
                 address, b"set greeting 0 0 5\r\nhello\r\n", b"get greeting\r\n", b"version\r\n"
@@ -332,6 +372,12 @@ def test_manager_runs_on_the_real_node_and_serves_the_sample_memcached(
         )
         assert answers[2].startswith(STAND_IN_VERSION), (
             f"expected {STAND_IN_VERSION}…, saw {answers[2]!r}"
+        )
+        after = exporter_commands(pod_ips)
+        rose = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in COMMANDS}
+        assert all(delta >= 1 for delta in rose.values()), (
+            f"expected memcached_commands_total to rise by at least 1 for {COMMANDS} after "
+            f"the set and get, saw {rose} (before {before}, after {after})"
         )
 
         metrics = next(d for d in documents if d["kind"] == "Service")

@@ -1,0 +1,3 @@
+module playbook-operator.local/memcached-exporter
+
+go 1.22
