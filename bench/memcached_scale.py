@@ -114,6 +114,23 @@ def watches(workload: common.Workload) -> str:
     return str(yaml.safe_dump([entry], sort_keys=False))
 
 
+def operator_for(
+    *, cluster: devcluster.Cluster, client: kube_client.Client, workdir: Path, namespace: str
+) -> tuple[common.Workload, OperatorProcess]:
+    """The Memcached workload installed in ``workdir`` and a runner for it (not started)."""
+    workload = common.memcached(workdir)
+    install(client, workload)
+    operator = OperatorProcess(
+        workdir=workdir,
+        kubeconfig=Path(cluster.kubeconfig),
+        namespace=namespace,
+        watches=watches(workload),
+        args=("--log-level=info",),
+        env={"ANSIBLE_ROLES_PATH": str(workload.roles_dir), "ANSIBLE_GATHERING": "explicit"},
+    )
+    return workload, operator
+
+
 def wait_all(
     client: kube_client.Client,
     workload: common.Workload,
@@ -261,15 +278,8 @@ def real_node(
     figures: dict[str, Any] = {"node": "real", "count": args.count, "size": args.size}
     with tempfile.TemporaryDirectory(prefix="bench-memcached-") as tmp:
         workdir = Path(tmp)
-        workload = common.memcached(workdir)
-        install(client, workload)
-        operator = OperatorProcess(
-            workdir=workdir,
-            kubeconfig=Path(cluster.kubeconfig),
-            namespace=namespace,
-            watches=watches(workload),
-            args=("--log-level=info",),
-            env={"ANSIBLE_ROLES_PATH": str(workload.roles_dir), "ANSIBLE_GATHERING": "explicit"},
+        workload, operator = operator_for(
+            cluster=cluster, client=client, workdir=workdir, namespace=namespace
         )
         try:
             operator.start()
@@ -406,15 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         pool.node_pool(cluster, client, workdir=Path(tmp), cidr="10.248.0.0/16") as node,
     ):
         workdir = Path(tmp)
-        workload = common.memcached(workdir)
-        install(client, workload)
-        operator = OperatorProcess(
-            workdir=workdir,
-            kubeconfig=Path(cluster.kubeconfig),
-            namespace=namespace,
-            watches=watches(workload),
-            args=("--log-level=info",),
-            env={"ANSIBLE_ROLES_PATH": str(workload.roles_dir), "ANSIBLE_GATHERING": "explicit"},
+        workload, operator = operator_for(
+            cluster=cluster, client=client, workdir=workdir, namespace=namespace
         )
         names = [f"memcached-{i:03d}" for i in range(args.count)]
         try:
