@@ -229,6 +229,124 @@ def exporter_commands(addresses: list[str]) -> dict[tuple[str, str], float]:
     return totals
 
 
+def live_pods(kube: client.Client, *, namespace: str, name: str) -> list[dict[str, Any]]:
+    """The CR's memcached pods that are not being deleted."""
+    pods = pods_of(kube, namespace=namespace, selector=f"app.kubernetes.io/instance={name}")
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def answering(addresses: list[str]) -> list[str]:
+    """Which of ``addresses`` answer memcached's ``version`` on 11211 right now."""
+    up = []
+    for address in addresses:
+        try:
+            reply = memcached(address, b"version\r\n")
+        except OSError:
+            continue
+        if reply and reply[0].startswith("VERSION "):
+            up.append(address)
+    return up
+
+
+def ready_ips(pods: list[dict[str, Any]]) -> list[str]:
+    return sorted(
+        p["status"]["podIP"]
+        for p in pods
+        if p.get("status", {}).get("podIP")
+        and any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in p["status"].get("conditions", [])
+        )
+    )
+
+
+def converge_on_live_containers(
+    kube: client.Client, *, namespace: str, name: str, service: str
+) -> None:
+    """Day-2 changes, each checked on the containers themselves: scale 3→1 by spec (the
+    removed pods' memcached stops answering on their IPs, the kept one still answers),
+    a killed pod (a new container answers in its place), and the CR deleted (its
+    Deployment and Service are collected and no memcached answers any more)."""
+    before = ready_ips(live_pods(kube, namespace=namespace, name=name))
+    assert len(before) == 3, f"expected 3 ready memcached pods before scaling, saw {before}"
+    started = time.monotonic()
+    kube.patch(MEMCACHED, name=name, namespace=namespace, body={"spec": {"size": 1}})
+    kept = wait_for(
+        lambda: ready_ips(live_pods(kube, namespace=namespace, name=name)),
+        until=lambda ips: len(ips) == 1,
+        describe=f"Memcached {name} scaled to one ready pod",
+        timeout=120.0,
+        interval=0.5,
+    )
+    gone = [ip for ip in before if ip not in kept]
+    wait_for(
+        lambda: answering(before),
+        until=lambda up: up == kept,
+        describe=f"memcached answering only on the kept pod {kept} (removed: {gone})",
+        timeout=90.0,
+        interval=0.5,
+    )
+    print(f"scaled 3→1 on the live containers in {time.monotonic() - started:.1f}s")
+
+    started = time.monotonic()
+    victim = live_pods(kube, namespace=namespace, name=name)[0]["metadata"]["name"]
+    kube.request(
+        "DELETE",
+        kube.resource(POD).path(namespace=namespace, name=victim),
+        body={"gracePeriodSeconds": 0},
+    )
+    replaced = wait_for(
+        lambda: live_pods(kube, namespace=namespace, name=name),
+        until=lambda pods: len(ready_ips(pods)) == 1 and pods[0]["metadata"]["name"] != victim,
+        describe=f"a new ready memcached pod in place of the killed {victim}",
+        timeout=120.0,
+        interval=0.5,
+    )
+    assert replaced[0]["spec"].get("nodeName") == nodeconfig.NODE_NAME, (
+        f"expected the replacement on {nodeconfig.NODE_NAME}, saw "
+        f"{replaced[0]['spec'].get('nodeName')}"
+    )
+    wait_for(
+        lambda: memcached(service, b"version\r\n"),
+        until=lambda a: a[0].startswith("VERSION "),
+        describe=f"memcached answering through the Service {service} after the kill",
+        ignore=(OSError,),
+        timeout=60.0,
+        interval=0.5,
+    )
+    print(f"killed pod replaced and answering in {time.monotonic() - started:.1f}s")
+
+    started = time.monotonic()
+    last = ready_ips(replaced)
+    kube.delete(MEMCACHED, name=name, namespace=namespace)
+    wait_for(
+        lambda: [
+            kind
+            for kind, gvk in (("Deployment", DEPLOYMENT), ("Service", SERVICE))
+            if kube.list(
+                gvk,
+                namespace=namespace,
+                query={"labelSelector": f"app.kubernetes.io/instance={name}"},
+            ).get("items")
+        ],
+        until=lambda left: not left,
+        describe=f"the Deployment and Service of the deleted Memcached {name} collected",
+        timeout=120.0,
+        interval=0.5,
+    )
+    wait_for(
+        lambda: (
+            pods_of(kube, namespace=namespace, selector=f"app.kubernetes.io/instance={name}"),
+            answering(last),
+        ),
+        until=lambda seen: not seen[0] and not seen[1],
+        describe=f"no memcached pod left and nothing answering on {last}",
+        timeout=120.0,
+        interval=0.5,
+    )
+    print(f"deleted CR's containers gone in {time.monotonic() - started:.1f}s")
+
+
 def metrics_status(url: str, token: str | None) -> int:
     context = ssl.create_default_context()
     context.check_hostname = False  # the manager's self-signed serving certificate
@@ -395,6 +513,12 @@ def test_manager_runs_on_the_real_node_and_serves_the_sample_memcached(
             f"sample Memcached served ({answers[2].strip()}) through {address} after "
             f"{time.monotonic() - started:.1f}s"
         )
+        try:
+            converge_on_live_containers(kube, namespace=namespace, name=name, service=address)
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}\nmanager log:\n{manager_log(real_node, namespace)}"
+            ) from None
     finally:
         # Everything else lives in the test's namespace, which its fixture deletes.
         names = [f"{d['kind'].lower()}/{d['metadata']['name']}" for d in cluster_scoped]
