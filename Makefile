@@ -35,7 +35,7 @@ ANSIBLE_OLDEST := 2.19
 ANSIBLE_NEWEST := 2.21
 ANSIBLE_LANE_TESTS := tests/ansible tests/runner tests/warm/test_reuse.py \
 	tests/warm/test_templates.py tests/warm/test_sameness.py tests/warm/test_shortcut.py \
-	tests/warm/test_gates.py
+	tests/warm/test_gates.py tests/warm/test_recycle.py
 # `make docker-build ANSIBLE_CORE=2.19`: the image's ansible-core line (default 2.21).
 ANSIBLE_CORE ?=
 
@@ -108,15 +108,15 @@ test: venv cluster-up ## Lint, unit and integration tests (ansible-core 2.19, an
 	$(MAKE) --no-print-directory test-ansible-$(ANSIBLE_NEWEST)
 	$(MAKE) --no-print-directory molecule
 
-# Skipped, with the reason, where the root cannot be made (not root, no debootstrap).
-.PHONY: test-ansible-2.21
-test-ansible-2.21: cluster-up ## The Ansible-layer, runner and warm tests on ansible-core 2.21 (Python 3.13, in the trixie root).
-	@if reason="$$(hack/trixie/root.sh --unavailable)"; then \
-		echo "test-ansible-2.21 skipped: $$reason"; exit 0; \
-	fi; \
-	hack/trixie/root.sh 2.21 >/dev/null \
-	&& KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=2.21 \
-		hack/trixie/enter.sh --line 2.21 -- pytest $(ANSIBLE_LANE_TESTS)
+# A line that needs Python >= 3.12, in the trixie root (hack/trixie/test.sh): `make
+# test-ansible LINE=2.20` (or ANSIBLE_LINE=2.20), or `make test-ansible-2.21`. Skipped, with
+# the reason, where the root cannot be made (not root, no debootstrap).
+ANSIBLE_LINE ?= $(or $(LINE),$(ANSIBLE_NEWEST))
+.PHONY: test-ansible test-ansible-2.20 test-ansible-2.21
+test-ansible: cluster-up ## The Ansible-layer, runner and warm tests on ansible-core LINE (2.20, 2.21: Python 3.13, in the trixie root).
+	hack/trixie/test.sh $(ANSIBLE_LINE) $(ANSIBLE_LANE_TESTS)
+test-ansible-2.20 test-ansible-2.21: test-ansible-%: cluster-up
+	hack/trixie/test.sh $* $(ANSIBLE_LANE_TESTS)
 
 .PHONY: unit
 unit: venv ## Unit tests only (no cluster).
@@ -138,17 +138,36 @@ bench-sharding: venv cluster-up ## Reconciles per minute with 1 vs 3 sharded rep
 chaos: venv cluster-binaries ## CRs under churn through kill -9, API server/etcd restarts, a frozen link, handover, on its own cluster; checks and figures (CHAOS_ARGS=--help).
 	$(PY) bench/chaos.py $(CHAOS_ARGS)
 
+.PHONY: bench-webhook
+bench-webhook: venv cluster-up ## Admission webhook latency (assert-only and Memcached validators), alone and under load; CPU-s per admission (BENCH_ARGS=--help).
+	$(PY) -m bench.webhook $(BENCH_ARGS)
+
+.PHONY: bench-cache-budget
+bench-cache-budget: venv cluster-up ## Runner memory with and without 25k unowned ConfigMaps and Secrets (BENCH_ARGS="--old DIR" compares with other code).
+	$(PY) -m bench.cache_budget $(BENCH_ARGS)
+
 .PHONY: bench-compare
 bench-compare: venv cluster-up ## Side by side with operator-sdk's Go ansible-operator v1.31 (builds it into bin/).
 	hack/ansible-operator/build.sh
 	$(PY) bench/compare.py $(BENCH_ARGS)
 
+# make run's admission webhooks (watches.yaml validation:/mutation:): devhooks
+# (runner/tools/scaffold/devhooks.py) makes a serving certificate for 127.0.0.1 here and
+# registers webhook configurations calling https://127.0.0.1:$(WEBHOOK_PORT) (only on an
+# API server on this machine), and removes them when the runner exits. Nothing happens
+# while no watch has a webhook.
+WEBHOOK_CERT_DIR := $(CURDIR)/.cluster/webhook-certs
+WEBHOOK_PORT ?= 9443
+WEBHOOK_DEV = KUBECTL=$(KUBECTL) $(PY) -m runner.tools.scaffold.devhooks
+
 .PHONY: run
 run: venv $(if $(USE_EMBEDDED),cluster-up) install ## Run the operator in the foreground (embedded cluster if none is configured); role edits go live (--dev).
 	@echo "KUBECONFIG=$$KUBECONFIG — try: $(KUBECTL) apply -f config/samples/cache_v1alpha1_memcached.yaml"
+	$(WEBHOOK_DEV) up --watches-file=./watches.yaml --cert-dir=$(WEBHOOK_CERT_DIR) --port=$(WEBHOOK_PORT)
+	trap '$(WEBHOOK_DEV) down --cert-dir=$(WEBHOOK_CERT_DIR)' EXIT; trap 'exit 130' INT TERM; \
 	ANSIBLE_ROLES_PATH=$(CURDIR)/roles $(BIN)/playbook-operator run --watches-file=./watches.yaml \
 		--health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=127.0.0.1:8080 --zap-devel \
-		--dev
+		--webhook-host=127.0.0.1 --webhook-port=$(WEBHOOK_PORT) --webhook-cert-dir=$(WEBHOOK_CERT_DIR) --dev
 
 .PHONY: run-ansible-2.21
 run-ansible-2.21: venv $(if $(USE_EMBEDDED),cluster-up) install ## `make run` on ansible-core 2.21: the same operator (--dev) in the trixie root (root).

@@ -61,11 +61,24 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def _count(text: str) -> int:
+    """A whole number >= 0 (0: the limit is off)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
 def _log_events(text: str) -> options.LogEvents:
     for choice in options.LogEvents:
         if choice.value.lower() == text.lower():  # ansible-operator ignores case
             return choice
-    raise argparse.ArgumentTypeError(f"expected Tasks, Everything or Nothing, got {text!r}")
+    raise argparse.ArgumentTypeError(
+        f"expected Tasks, Everything, Nothing or Changes, got {text!r}"
+    )
 
 
 def _zap(parse: Callable[[str], int]) -> Callable[[str], int]:
@@ -99,7 +112,7 @@ def parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run the operator (watch, reconcile with Ansible)", allow_abbrev=False
     )
-    scaffold_commands.add_commands(commands, boolean=_bool)  # init, create api
+    scaffold_commands.add_commands(commands, boolean=_bool)  # init, create api/webhook
     defaults = options.Settings(watches_file=Path("watches.yaml"))
     b = {"type": _bool, "nargs": "?", "const": True, "metavar": "BOOL"}
     _flag(run, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
@@ -134,6 +147,30 @@ def parser() -> argparse.ArgumentParser:
     )
     _flag(
         run,
+        "--max-concurrent-runs",
+        type=int,
+        default=defaults.max_concurrent_runs,
+        help="Ansible runs at once across all watched kinds (default 0: no cap beyond "
+        "each watch's workers)",
+    )
+    _flag(
+        run,
+        "--startup-resync-window",
+        type=_duration,
+        default=defaults.startup_resync_window,
+        help="after a restart, spread the first runs of CRs that succeeded and whose "
+        "children did not change over this window (Go duration, default 5m; 0: run "
+        "every CR at once, as ansible-operator does)",
+    )
+    _flag(
+        run,
+        "--startup-resync-rate",
+        type=float,
+        default=defaults.startup_resync_rate,
+        help="spread start-up runs started per second at most (default 5; 0: no cap)",
+    )
+    _flag(
+        run,
         "--ansible-verbosity",
         type=int,
         default=defaults.ansible_verbosity,
@@ -152,8 +189,9 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--ansible-log-events",
         type=_log_events,
-        default=options.LogEvents.TASKS,
-        metavar="{Tasks,Everything,Nothing}",
+        default=None,
+        metavar="{Tasks,Everything,Nothing,Changes}",
+        help="how much of each run is logged (default Tasks; Changes with --zap-devel)",
     )
     _flag(
         run,
@@ -164,6 +202,22 @@ def parser() -> argparse.ArgumentParser:
             f"(default true; ${options.WARM_ENV}=false turns it off)"
         ),
         **b,
+    )
+    _flag(
+        run,
+        "--warm-launcher-max-runs",
+        type=_count,
+        default=defaults.warm_launcher_max_runs,
+        help="replace a warm launcher after this many runs, between runs (default 1000; 0: never)",
+    )
+    _flag(
+        run,
+        "--warm-launcher-max-rss",
+        type=_count,
+        default=defaults.warm_launcher_max_rss,
+        metavar="MIB",
+        help="replace a warm launcher whose resident memory is above this many MiB, between "
+        "runs (default 512; 0: no cap)",
     )
     _flag(
         run,
@@ -212,6 +266,32 @@ def parser() -> argparse.ArgumentParser:
         "--metrics-cert-dir",
         default="",
         help="directory with tls.crt and tls.key (default: a self-signed certificate)",
+    )
+    _flag(
+        run,
+        "--webhook-port",
+        type=int,
+        default=defaults.webhook_port,
+        help="HTTPS port of the admission webhooks (watches with validation: or mutation:)",
+    )
+    _flag(
+        run,
+        "--webhook-host",
+        default=defaults.webhook_host,
+        help="address the admission webhooks listen on (default: every interface)",
+    )
+    _flag(
+        run,
+        "--webhook-cert-dir",
+        default=str(defaults.webhook_cert_dir),
+        help="directory with the webhooks' tls.crt and tls.key (reloaded when they change)",
+    )
+    _flag(
+        run,
+        "--webhook-max-concurrent",
+        type=int,
+        default=defaults.webhook_max_concurrent,
+        help="webhook runs at once, beside the reconciles (more wait up to half their timeout)",
     )
     _flag(
         run,
@@ -348,7 +428,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="LEVEL",
         help="info, error or panic: lines at or above it carry a stack trace "
-        "(default none; warnings and up with --zap-devel)",
+        "(default none, --zap-devel too: exceptions always carry their traceback)",
     )
     _flag(
         run,
@@ -399,7 +479,60 @@ def parser() -> argparse.ArgumentParser:
     _flag(preview, "--ansible-roles-path", default="", help="extra roles path")
     _flag(preview, "--ansible-collections-path", default="", help="extra collections path")
     _flag(preview, "--output", "-o", choices=["text", "json"], default="text", help="format")
+    _rbac_flags(commands)
+    _runs_flags(commands)
     return top
+
+
+def _runs_flags(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``playbook-operator runs`` (runner.tools.runs): a CR's recent runs from its artifacts."""
+    runs = commands.add_parser(
+        "runs",
+        help="a CR's recent runs: trigger, start, duration, result, failed task",
+        allow_abbrev=False,
+    )
+    _flag(runs, "target", metavar="KIND/NAME", help="e.g. memcached/memcached-sample")
+    _flag(runs, "--namespace", "-n", default=None, help="the CR's namespace (default: any)")
+    _flag(
+        runs,
+        "--runner-dir",
+        default=str(options.DEFAULT_RUNNER_DIR),
+        help="the runner's --runner-dir",
+    )
+    _flag(runs, "--limit", type=int, default=20, help="newest runs shown (default 20)")
+    _flag(runs, "--output", "-o", choices=["text", "json"], default="text", help="format")
+
+
+def _rbac_flags(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``playbook-operator rbac`` (runner.tools.rbac): least-privilege rules from runs."""
+    rbac = commands.add_parser(
+        "rbac",
+        help="the RBAC rules the operator's runs used: print, check or write role.yaml",
+        allow_abbrev=False,
+    )
+    _flag(rbac, "--from", dest="source", default="", help="/debug/rbac URL or a saved JSON file")
+    _flag(rbac, "--token", default="", help="bearer token for --from's URL")
+    _flag(rbac, "--token-file", default="", help="file holding the bearer token")
+    _flag(rbac, "--ca-file", default="", help="CA bundle for --from's URL")
+    _flag(rbac, "--insecure-skip-tls-verify", action="store_true", help="do not verify TLS")
+    _flag(
+        rbac,
+        "--sample",
+        dest="samples",
+        action="append",
+        default=[],
+        metavar="CR.yaml",
+        help="run the role once for this CR in check mode (repeatable)",
+    )
+    _flag(rbac, "--role-file", default="config/rbac/role.yaml", help="the role file to compare")
+    _flag(rbac, "--write", action="store_true", help="rewrite the role file with the rules")
+    _flag(rbac, "--check", action="store_true", help="exit 1 on a denial or a difference")
+    _flag(rbac, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
+    _flag(rbac, "--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG, ...)")
+    _flag(rbac, "--namespace", "-n", default=None, help="namespace of samples that name none")
+    _flag(rbac, "--ansible-args", default="", help="extra arguments for ansible-playbook")
+    _flag(rbac, "--ansible-roles-path", default="", help="extra roles path")
+    _flag(rbac, "--ansible-collections-path", default="", help="extra collections path")
 
 
 #: Deprecated and current names of one setting: ansible-operator refuses both at once.
@@ -450,10 +583,10 @@ def log_options(
     level = (
         args.log_level if args.log_level is not None else logging.DEBUG if devel else logging.INFO
     )
-    stack = args.zap_stacktrace_level
-    if stack is None and devel:
-        stack = logging.WARNING
-    return fmt, level, args.zap_time_encoding, stack
+    # Unlike controller-runtime's development mode, --zap-devel adds no stack trace to
+    # warnings: the runner's would show its own logging thread and read like a crash.
+    # An exception's traceback is always shown; --zap-stacktrace-level adds the rest.
+    return fmt, level, args.zap_time_encoding, args.zap_stacktrace_level
 
 
 def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> options.Settings:
@@ -522,16 +655,24 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> opti
         ansible_args=args.ansible_args,
         ansible_roles_path=roles_path,
         ansible_collections_path=collections_path,
-        ansible_log_events=args.ansible_log_events,
+        ansible_log_events=args.ansible_log_events
+        or (options.LogEvents.CHANGES if args.zap_devel else options.LogEvents.TASKS),
         ansible_debug_logs=bool(debug_logs),
         inject_owner_ref=args.inject_owner_ref,
         cache_reads=args.cache_reads,
         warm=args.warm if args.warm is not None else _warm_from(environ),
+        warm_launcher_max_runs=args.warm_launcher_max_runs,
+        warm_launcher_max_rss=args.warm_launcher_max_rss,
         proxy_port=args.proxy_port,
         metrics_bind_address=args.metrics_bind_address,
         metrics_secure=args.metrics_secure,
         metrics_require_rbac=args.metrics_require_rbac,
         metrics_cert_dir=args.metrics_cert_dir,
+        webhook_port=args.webhook_port,
+        webhook_host=args.webhook_host,
+        enable_webhooks=environ.get("ENABLE_WEBHOOKS", "").strip().lower() != "false",
+        webhook_cert_dir=Path(args.webhook_cert_dir),
+        webhook_max_concurrent=max(1, args.webhook_max_concurrent),
         health_probe_bind_address=args.health_probe_bind_address,
         custom_metrics_bind_address=args.custom_metrics_bind_address,
         leader_elect=args.leader_elect,
@@ -552,6 +693,9 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> opti
         backoff_base=args.backoff_base,
         backoff_max=args.backoff_max,
         dev=args.dev,
+        startup_resync_window=args.startup_resync_window,
+        startup_resync_rate=max(0.0, args.startup_resync_rate),
+        max_concurrent_runs=max(0, args.max_concurrent_runs),
         environ=environ,
     )
 
@@ -564,6 +708,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from runner.tools import preview  # noqa: PLC0415 - late, as the manager below
 
         return preview.main(args, environ=dict(os.environ))
+    if args.command == "rbac":
+        from runner.tools import rbac  # noqa: PLC0415 - late, as preview above
+
+        return rbac.main(args, environ=dict(os.environ))
+    if args.command == "runs":
+        from runner.tools import runs  # noqa: PLC0415 - late, as preview above
+
+        return runs.main(args)
     if args.command != "run":
         parser().print_help()
         return 2

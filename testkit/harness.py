@@ -82,6 +82,8 @@ class OperatorProcess:
         self.env = {
             **os.environ,
             "WATCH_NAMESPACE": namespace,
+            # The repository's watches.yaml has webhooks; serving them needs certificates.
+            "ENABLE_WEBHOOKS": os.environ.get("ENABLE_WEBHOOKS", "false"),
             "ANSIBLE_ROLES_PATH": str(FIXTURES / "roles"),
             **(env or {}),
         }

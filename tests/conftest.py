@@ -20,6 +20,11 @@ from testkit.helpers import unique_name
 
 pytest_plugins = ("tests.runner.support",)
 
+# Runners the tests start serve the repository's watches.yaml, whose Memcached entry has
+# admission webhooks: those need a serving certificate, which only the webhook tests make
+# (they pass ENABLE_WEBHOOKS=true). kubebuilder's switch; config/manager sets it too.
+os.environ.setdefault("ENABLE_WEBHOOKS", "false")
+
 CLUSTER_FIXTURES = frozenset({"cluster", "namespace", "kube", "start_operator", "probe_crd"})
 NAMESPACE = GVK("", "v1", "Namespace")
 

@@ -18,7 +18,9 @@
 #
 # Each is labelled with a digest of what made it (RECIPE's revision, the mirror, suite,
 # packages and CAs; then pyproject.toml and the constraints file), so a later call with
-# nothing changed does nothing. Bump RECIPE when a change below should remake the root. hack/trixie/enter.sh runs commands inside (make test-ansible-2.21).
+# nothing changed does nothing. Bump RECIPE when a change below should remake the root.
+# hack/trixie/enter.sh runs commands inside; hack/trixie/test.sh runs the Ansible lane of a
+# line there (make test-ansible LINE=2.20, make test-ansible-2.21).
 set -euo pipefail
 
 CHECKOUT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

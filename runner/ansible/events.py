@@ -12,8 +12,14 @@ order, on one thread; after the run the runner turns the tally into a
   unreachable host also fails the run (operator-sdk would report success);
 - a ``requeue_after`` task's ``period`` is the requeue the role asks for;
 - log lines follow ``--ansible-log-events``: ``Tasks`` logs task starts
+  (:data:`TASK_START`, with ansible-operator's ``EventData.Name`` and ``event_type``)
   (except ``debug``/``set_fact``), debug output and failures; ``Everything`` one
-  line per event; ``Nothing`` nothing.
+  line per event; ``Nothing`` nothing; ``Changes`` (``--zap-devel``'s default) one
+  ``task changed`` line per task that changed something, debug output and failures,
+  so that a run reads in a few lines. A task's whole result (``ansible output``) is
+  logged at logr verbosity 2 (``--zap-log-level=2``), or at info above Ansible's
+  default verbosity (the verbosity annotation or ``--ansible-verbosity``); plain
+  ``debug`` level does not show it: it is most of a run's bytes.
 - a task's warnings and deprecations are logged as ``ansible warning`` /
   ``ansible deprecation warning`` lines, which :mod:`runner.base.logs` writes once per
   process per message (every run repeats them), and are cut from its output line.
@@ -77,6 +83,10 @@ __all__ = ["FailedTask", "LogEvents", "Logger", "Tally", "clip"]
 
 
 _DEFAULT_VERBOSITY = 2
+#: ansible-operator's message for a task start (its ``logging_event_handler``'s).
+TASK_START = "[playbook task start]"
+#: logr's V(2) (``--zap-log-level=2``): one step more verbose than ``debug``.
+_RESULTS_LEVEL = logging.DEBUG - 1
 
 
 @dataclass(frozen=True)
@@ -236,10 +246,13 @@ class Tally:
         if self._verbosity > 0 and stdout and not _censored(data):
             # The raw task output complements the structured lines below, never replaces
             # them; above the default verbosity (2) it is shown at info level.
-            level = logging.INFO if self._verbosity > _DEFAULT_VERBOSITY else logging.DEBUG
+            level = logging.INFO if self._verbosity > _DEFAULT_VERBOSITY else _RESULTS_LEVEL
             self._log.log(level, "ansible output", extra={**fields, "stdout": stdout})
-        if name == "playbook_on_task_start" and action not in _QUIET_STARTS:
-            self._log.info("task started", extra=fields)
+        changes = self._level is LogEvents.CHANGES
+        if name == "playbook_on_task_start" and action not in _QUIET_STARTS and not changes:
+            # ansible-operator's line and field names, for the log queries built on them.
+            upstream = {"event_type": name, "EventData.Name": data.get("name") or fields["task"]}
+            self._log.info(TASK_START, extra={**fields, **upstream})
         elif name == "runner_on_ok" and action in _DEBUG_ACTIONS:
             self._log.info("debug", extra={**fields, "output": _debug_output(data.get("res"))})
         elif name == "runner_on_ok":
@@ -247,7 +260,10 @@ class Tally:
             # line per task start, as operator-sdk's.
             res = data.get("res")
             changed = bool(res.get("changed")) if isinstance(res, Mapping) else False
-            self._log.debug("task ok", extra={**fields, "changed": changed})
+            if changes and changed:
+                self._log.info("task changed", extra=fields)
+            elif not changes:
+                self._log.debug("task ok", extra={**fields, "changed": changed})
         elif name == "runner_on_failed":
             extra = {**fields, "error": _failure_message(data.get("res")), "ignored": False}
             if data.get("task_path"):

@@ -34,6 +34,8 @@ DEFAULT_RECONCILE_TIMEOUT = 3600.0
 VERBOSITY_ANNOTATION = "ansible.sdk.operatorframework.io/verbosity"
 RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 MAX_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"
+#: "true" pauses reconciling one CR (runner.reconcile.pause); deletion still runs.
+PAUSED_ANNOTATION = "playbook-operator.io/paused"
 #: ansible-operator's runner directory: private data dirs and artifacts of every run.
 DEFAULT_RUNNER_DIR = Path("/tmp/ansible-operator/runner")
 _RUNNER_DIR_LOCK = ".playbook-operator.lock"
@@ -45,6 +47,9 @@ class LogEvents(Enum):
     TASKS = "Tasks"
     EVERYTHING = "Everything"
     NOTHING = "Nothing"
+    # Ours: a run in a few lines — tasks that changed something, failures, debug output,
+    # warnings; no task starts. ``--zap-devel``'s default (``make run``).
+    CHANGES = "Changes"
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class Settings:
     inject_owner_ref: bool = True
     cache_reads: bool = True  # serve roles' GETs of watched kinds from informer caches
     warm: bool = True  # start ansible-playbook and modules from warm launchers (runner.warm)
+    warm_launcher_max_runs: int = 1000  # replace a launcher after this many runs; 0: never
+    warm_launcher_max_rss: int = 512  # MiB; replace a launcher above this RSS; 0: no cap
     proxy_port: int = 0  # any free port; each run's kubeconfig names it
     metrics_bind_address: str = ":8080"
     metrics_secure: bool = False  # HTTPS for /metrics
@@ -91,6 +98,18 @@ class Settings:
     backoff_base: float = 1.0
     backoff_max: float = 300.0
     dev: bool = False  # run --dev: runs read a snapshot; edits reconcile again (tools.devloop)
+    # After a restart, CRs that succeeded and whose children did not change run spread
+    # over this window (runner.reconcile.startup); 0: all at once, as upstream.
+    startup_resync_window: float = 300.0
+    startup_resync_rate: float = 5.0  # spread runs started per second at most; 0: no cap
+    max_concurrent_runs: int = 0  # Ansible runs at once across every kind; 0: no cap
+    # Admission webhooks (runner.webhook), served only when a watch has validation/mutation.
+    webhook_port: int = 9443
+    webhook_host: str = ""  # every interface, as controller-runtime's webhook server
+    # ENABLE_WEBHOOKS=false (kubebuilder's switch): watches' webhooks are not served.
+    enable_webhooks: bool = True
+    webhook_cert_dir: Path = Path("/tmp/k8s-webhook-server/serving-certs")  # tls.crt, tls.key
+    webhook_max_concurrent: int = 4  # webhook runs at once, beside the reconciles' workers
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
     def __post_init__(self) -> None:

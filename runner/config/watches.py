@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import yaml
 
 from runner.base import errors
-from runner.config import selector
+from runner.config import admission, selector
 from runner.kube import types as kube
 
 T = TypeVar("T")
@@ -62,6 +62,10 @@ class Finalizer:
     role: Role | None
     playbook: Path | None
     vars: Mapping[str, Any] = field(hash=False)
+
+
+# The field ``Watch.selector`` hides the module inside the class body.
+_LabelSelector = selector.LabelSelector
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,14 @@ class Watch:
     # Child kinds (``Kind.group``, as GVK.group_kind) whose readiness changes trigger a
     # reconcile of their owner, besides the spec changes every child's do.
     watch_dependent_readiness: frozenset[str] = frozenset()
+    # Admission webhooks of this kind (runner.webhook serves them); None: no webhook.
+    validation: admission.Hook | None = None
+    mutation: admission.Hook | None = None
+    # The cache budget (runner.watch.budget): dependent informers hold only children this
+    # selector selects (``selector`` filters primaries only, as in ansible-operator), and
+    # Secrets whole only when cacheSecrets is true.
+    dependent_selector: _LabelSelector = field(default_factory=_LabelSelector)
+    cache_secrets: bool = False
 
 
 _KEYS = (
@@ -101,6 +113,8 @@ _KEYS = (
     "allowAnsibleVarsFromSpec",
     "reconcileTimeout",
     "watchDependentReadiness",
+    *("dependentSelector", "cacheSecrets"),
+    *admission.KEYS,
 )
 #: Keys operator-sdk's Watch has but never reads from the file (``yaml:"-"``).
 _FLAG_ONLY = {
@@ -267,6 +281,10 @@ def _watch(raw: object, *, where: _Where, search: _Search) -> Watch:
         label_selector = selector.LabelSelector.parse(raw.get("selector"))
     except selector.SelectorError as e:
         raise where.error("selector" + e.field, e.problem) from e
+    try:
+        dependent_selector = selector.LabelSelector.parse(raw.get("dependentSelector"))
+    except selector.SelectorError as e:
+        raise where.error("dependentSelector" + e.field, e.problem) from e
     blacklisted = frozenset(
         _blacklisted(item, where=where, prefix=f"blacklist[{i}]")
         for i, item in enumerate(blacklist)
@@ -296,6 +314,9 @@ def _watch(raw: object, *, where: _Where, search: _Search) -> Watch:
         ),
         reconcile_timeout=_duration(raw, "reconcileTimeout", where=where),
         watch_dependent_readiness=_readiness_kinds(raw, blacklist=blacklisted, where=where),
+        **_admission(raw, gvk=gvk, where=where, search=search),
+        dependent_selector=dependent_selector,
+        cache_secrets=_flag(raw, "cacheSecrets", default=False, where=where),
     )
 
 
@@ -391,6 +412,22 @@ def _role_candidates(name: str, *, search: _Search) -> list[tuple[Path, str | No
         candidates += [(parent / name, None), (parent / "roles" / name, None)]
     # A plain relative path ("roles/memcached") is the last resort, as in operator-sdk.
     return [*candidates, (search.base_dir / "roles" / name, None), (search.base_dir / name, None)]
+
+
+def _admission(
+    raw: Mapping[str, Any], *, gvk: kube.GVK, where: _Where, search: _Search
+) -> dict[str, admission.Hook | None]:
+    """``validation:`` and ``mutation:`` (:mod:`runner.config.admission`)."""
+    return {
+        key: admission.parse(
+            raw,
+            key,
+            gvk=gvk,
+            error=where.error,
+            resolve=lambda value, prefix: _target(value, where=where, search=search, prefix=prefix),
+        )
+        for key in admission.KEYS
+    }
 
 
 def _finalizer(raw: Mapping[str, Any], *, where: _Where, search: _Search) -> Finalizer | None:

@@ -31,13 +31,17 @@ from runner.kube import errors as kube_errors
 from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key, object_key
 from runner.operations import access, health, leader, metrics, sharding
 from runner.proxy import ownership
-from runner.queue import workqueue
+from runner.queue import trigger, workqueue
+from runner.rbac import record as rbac_record
+from runner.rbac import rules as rbac_rules
+from runner.rbac import runtime as rbac_runtime
 from runner.reconcile import controller as controller_mod
-from runner.reconcile import reconciler
+from runner.reconcile import pause, reconciler, startup
 from runner.status import recorder, rejection
 from runner.warm import tree as process_tree
-from runner.watch import dependents, source
+from runner.watch import budget, dependents, source
 from runner.watch import predicate as predicate_mod
+from runner.webhook import service as webhook_service
 
 log = logging.getLogger("runner.manager")
 
@@ -52,12 +56,14 @@ def _event_filters(watch: watches.Watch) -> tuple[object, ...]:
         watch.watch_dependent_resources,
         watch.watch_cluster_scoped_resources,
         watch.watch_dependent_readiness,  # read by the dependent watches' handlers
+        watch.dependent_selector,  # the cache budget of the dependent informers
+        watch.cache_secrets,
     )
 
 
 def _enqueuer(work_queue: workqueue.WorkQueue) -> dependents.Enqueue:
-    def enqueue(key: ObjectKey, priority: workqueue.Priority) -> None:
-        work_queue.add(key, priority=priority)
+    def enqueue(key: ObjectKey, priority: workqueue.Priority, why: trigger.Trigger) -> None:
+        work_queue.add(key, priority=priority, why=why)
 
     return enqueue
 
@@ -72,6 +78,7 @@ def _exit_with_runs(code: int) -> None:
 
 #: Answers during an API server's start or restart that mean "not yet", not "no".
 _NOT_YET = frozenset({429, 500, 502, 503, 504})
+_TAKEOVER = trigger.Trigger(trigger.Kind.TAKEOVER, "shard moved to this replica")
 #: How long a kind may be missing from discovery before it counts as not served: an API
 #: server that just started lists CRD-backed groups a moment after it answers at all.
 _NOT_FOUND_GRACE = 10.0
@@ -122,7 +129,16 @@ class Manager:
         self.client = client_mod.Client(self.client_config)
         self.stop_event = threading.Event()
         self.metrics = metrics.Metrics()
+        # What each watch's runs and the runtime asked of RBAC (GET /debug/rbac).
+        self.rbac = rbac_record.Record(
+            on_denied=lambda use: self.metrics.api_denied.labels(
+                group=use.group, resource=use.resource, verb=use.verb
+            ).inc()
+        )
         self.controllers: dict[GVK, controller_mod.Controller] = {}
+        self.children = startup.Children()  # what runs touched: status.reconciledChildren
+        cap = settings.max_concurrent_runs
+        self.run_slots = threading.Semaphore(cap) if cap > 0 else None  # across every kind
         self.primary_informers: dict[GVK, list[source.Informer]] = {}
         self.proxy: proxy.OwnerProxy | None = None
         self.dependents: dependents.DependentWatches | None = None
@@ -134,6 +150,8 @@ class Manager:
         # Likewise the leader's renewals: the Lease is kept until the runs ended.
         self._lease_stop = threading.Event()
         self.launchers: warm.Launchers | None = None
+        # Admission webhooks (runner.webhook): every replica serves them.
+        self.webhooks: webhook_service.Webhooks | None = None
         # Primary objects the informers cannot decode get a Failure condition, once we lead.
         self.rejections = rejection.Reporter(
             client=self.client,
@@ -151,6 +169,10 @@ class Manager:
         # With no watches (a new project's empty watches.yaml) nothing is left to sync.
         informers = [i for group in self.primary_informers.values() for i in group]
         return self._built.is_set() and all(i.synced.is_set() for i in informers)
+
+    def ready(self) -> bool:
+        """/readyz: the caches synced and, with webhooks, their server listening with its certs."""
+        return self.synced() and (self.webhooks is None or self.webhooks.ready())
 
     def alive(self) -> str | None:
         """None while workers and informers make progress, else why not (/healthz's 500)."""
@@ -196,14 +218,27 @@ class Manager:
     def build(self) -> None:
         settings = self.settings
         if settings.warm:
-            self.launchers = warm.Launchers()
+            self.launchers = warm.Launchers(
+                max_runs=settings.warm_launcher_max_runs,
+                max_rss_mib=settings.warm_launcher_max_rss,
+            )
             launchers = self.launchers
             self.metrics.add_launcher_metrics(
                 memory=launchers.memory_bytes,
                 running=launchers.running,
                 outcomes=lambda: dict(launchers.outcomes),
+                recycles=lambda: dict(launchers.recycles),
             )
         runner = launch.AnsibleRunner(launchers=self.launchers)
+        self.webhooks = webhook_service.build(
+            settings=settings,
+            runner=runner,
+            client=self.client,
+            cache=self._cached if settings.cache_reads else None,
+            caches=self._caches,
+            observer=self.metrics,
+            run_env=self.run_env,
+        )
         events = recorder.Recorder(self.client)
         environment: reconciler.RunEnvironment
         if settings.inject_owner_ref:
@@ -215,6 +250,7 @@ class Manager:
                 cache=self._cached if settings.cache_reads else None,
                 caches=self._caches,
                 blacklists={w.gvk: w.blacklist for w in settings.watches},
+                rbac=self.rbac,
             )
             environment = self.proxy
         else:
@@ -233,6 +269,17 @@ class Manager:
         namespaces: list[str | None] = list(settings.watch_namespaces) or [None]
         enqueue_for: dict[GVK, dependents.Enqueue] = {}
         owner_namespaced: dict[GVK, bool] = {}
+        # One for every kind, so that the rate cap holds across kinds; none in dev mode,
+        # where a restart means the author wants to see runs.
+        spread = (
+            startup.Spread(
+                window=settings.startup_resync_window,
+                rate=settings.startup_resync_rate,
+                read=self._read_child,
+            )
+            if settings.startup_resync_window > 0 and not settings.dev
+            else None
+        )
         for watch in settings.watches:
             try:
                 resource = served(self.client.resource, watch.gvk, stop=self.stop_event)
@@ -244,6 +291,7 @@ class Manager:
                     f"{watch.gvk.api_version}: install its CRD first (make install)"
                 ) from e
             owner_namespaced[watch.gvk] = resource.namespaced
+            self._record_runtime_needs(watch, resource)
             one_kind = reconciler.Reconciler(
                 watch=watch,
                 settings=settings,
@@ -254,6 +302,9 @@ class Manager:
                 on_run=self.metrics.observe_run,
                 events=events,
                 run_env=self.run_env,
+                rbac=self.rbac,
+                children=self.children,
+                run_slots=self.run_slots,
             )
             ctrl = controller_mod.Controller(
                 reconciler=one_kind,
@@ -265,12 +316,15 @@ class Manager:
                 workers=settings.workers_for(watch.gvk),
                 observer=self.metrics,
                 gate=self.shards,
+                spread=spread,
             )
             self.metrics.add_controller(name=ctrl.name, workers=ctrl.workers, work_queue=ctrl.queue)
             handle = ctrl.handler(
-                predicate_mod.primary(
-                    watch_annotations=watch.watch_annotations_changes,
-                    selector_matches=watch.selector.matches,
+                pause.or_changed(
+                    predicate_mod.primary(
+                        watch_annotations=watch.watch_annotations_changes,
+                        selector_matches=watch.selector.matches,
+                    )
                 )
             )
             self.primary_informers[watch.gvk] = [
@@ -296,11 +350,19 @@ class Manager:
             is_own_write=self.proxy.is_own_write if self.proxy else (lambda obj: False),
         )
         self.metrics.add_api_counter(lambda: self.client.request_count)
+        self.metrics.add_informer_gauges(self._informers_held)
         self.metrics.add_queue_gauges(
             depth=lambda: {gvk: c.queue.depth() for gvk, c in self.controllers.items()},
             in_flight=lambda: {gvk: c.in_flight() for gvk, c in self.controllers.items()},
         )
         self._built.set()
+
+    def _informers_held(self) -> list[tuple[GVK, budget.Held]]:
+        """What each informer (primary and dependent) holds, for the metrics."""
+        informers = [i for group in self.primary_informers.values() for i in group]
+        if self.dependents is not None:
+            informers += self.dependents.informers()
+        return [(informer.resource.gvk, informer.held()) for informer in informers]
 
     def _shards(self) -> sharding.Shards:
         settings = self.settings
@@ -338,16 +400,50 @@ class Manager:
         for gvk, key in items:
             ctrl = self.controllers.get(gvk)
             if ctrl is not None:
-                ctrl.enqueue(key, workqueue.Priority.RESYNC)
+                ctrl.enqueue(key, workqueue.Priority.RESYNC, why=_TAKEOVER)
 
     def _fenced(self, reason: str) -> None:
         # Our claims may soon count as expired elsewhere: stop before two replicas run one key.
         log.error("exiting: shard ownership lost", extra={"reason": reason})
         _exit_with_runs(EXIT_LEADERSHIP_LOST)
 
+    def _record_runtime_needs(self, watch: watches.Watch, resource: Resource) -> None:
+        """What the runtime asks of the API server for ``watch``, whatever its role does."""
+        settings = self.settings
+        uses = list(
+            rbac_runtime.primary(
+                group=watch.gvk.group,
+                plural=resource.plural,
+                namespaces=settings.watch_namespaces if resource.namespaced else (),
+                status=watch.manage_status,
+                finalizer=watch.finalizer is not None,
+                owner_refs=settings.inject_owner_ref,
+            )
+        )
+        if settings.leader_elect or settings.sharded:
+            namespace = settings.leader_election_namespace or self.client_config.namespace
+            uses += rbac_runtime.leases(namespace=namespace, sharded=settings.sharded)
+        for use in uses:
+            self.rbac.used(watch.gvk, use, source=rbac_rules.RUNTIME)
+
+    def _read_child(self, child: startup.Child) -> KubeObject | None:
+        gvk = GVK.of({"apiVersion": child.api_version, "kind": child.kind})
+        try:
+            return self.client.get(gvk, name=child.name, namespace=child.namespace or None)
+        except kube_errors.NotFoundError:
+            return None
+
     def _on_child(self, owner: ownership.Owner, resource: Resource, child: KubeObject) -> None:
+        self.children.saw(owner.uid, gvk=resource.gvk, obj=child)
         if self.dependents is not None:
             self.dependents.ensure(owner, resource, child)
+            if self.dependents.caches(resource.gvk):  # a dependent watch lists and watches it
+                for use in rbac_runtime.dependent(
+                    group=resource.gvk.group,
+                    plural=resource.plural,
+                    namespaces=self.settings.watch_namespaces if resource.namespaced else (),
+                ):
+                    self.rbac.used(owner.gvk, use, source=rbac_rules.RUNTIME)
 
     # -- development mode (runner.tools.devloop) ------------------------------------
 
@@ -367,7 +463,7 @@ class Manager:
                 if selector.matches((item.get("metadata") or {}).get("labels") or {}):
                     keys.add(object_key(item))
         for key in keys:
-            ctrl.queue.add(key)
+            ctrl.queue.add(key, why=trigger.Trigger(trigger.Kind.DEV_EDIT, "role or playbook"))
         return len(keys)
 
     def replace_watches(self, loaded: Sequence[watches.Watch]) -> bool:
@@ -406,7 +502,7 @@ class Manager:
             health.listen(
                 flag="--health-probe-bind-address",
                 address=settings.health_probe_bind_address,
-                handler=health.handler_for(ready=self.synced, live=self.alive),
+                handler=health.handler_for(ready=self.ready, live=self.alive),
                 name="health",
             )
         )
@@ -419,7 +515,9 @@ class Manager:
             health.listen(
                 flag="--metrics-bind-address",
                 address=settings.metrics_bind_address,
-                handler=metrics.exposition_handler(self.metrics, authorize=authorize),
+                handler=metrics.exposition_handler(
+                    self.metrics, authorize=authorize, rbac=self.rbac.snapshot
+                ),
                 name="metrics",
                 tls=access.server_context(settings.metrics_cert_dir or None)
                 if settings.metrics_secure and metrics_on
@@ -493,6 +591,8 @@ class Manager:
                 )
                 thread.start()
                 self._watchers.append(health.Watcher(informer=informer, thread=thread))
+        if self.webhooks is not None:
+            self.webhooks.start()  # on every replica: admission answers never write
         if not self._lead():
             return False
         if self.shards is not None:
@@ -536,6 +636,8 @@ class Manager:
                 self.shards.release()  # runs ended: the others may take our objects at once
         if self.proxy is not None:
             self.proxy.shutdown()
+        if self.webhooks is not None:
+            self.webhooks.shutdown()
         if self.launchers is not None:
             self.launchers.close()  # after the runs: closing kills whatever still runs
         for server in self._servers:

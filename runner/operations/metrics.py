@@ -40,6 +40,7 @@ import runner
 from runner.base import listener
 from runner.kube.types import GVK
 from runner.queue import workqueue
+from runner.watch import budget
 from runner.watch.predicate import Event, EventType
 
 log = logging.getLogger("runner.metrics")
@@ -86,11 +87,25 @@ class Metrics:
             buckets=_DURATION_BUCKETS,
             registry=registry,
         )
+        # trigger: runner.queue.trigger.Kind's values, a fixed set (bounded label).
+        self.runs = Counter(
+            "playbook_operator_runs_total",
+            "Ansible runs by kind, why they ran (trigger) and result (succeeded, failed).",
+            ["group", "version", "kind", "trigger", "result"],
+            registry=registry,
+        )
         self.ansible_seconds = Histogram(
             "playbook_operator_ansible_run_duration_seconds",
             "Wall time of one Ansible run.",
             ["group", "version", "kind", "result"],
             buckets=_DURATION_BUCKETS,
+            registry=registry,
+        )
+        # Labels are the rule a role lacked: bounded by the kinds and verbs roles use.
+        self.api_denied = Counter(
+            "playbook_operator_api_requests_denied_total",
+            "Requests of Ansible runs the API server denied (403), by the RBAC rule lacked.",
+            ["group", "resource", "verb"],
             registry=registry,
         )
         build = Gauge(
@@ -163,6 +178,26 @@ class Metrics:
             ["name", "namespace", "group", "version", "kind"],
             registry=registry,
         )
+        # controller-runtime's webhook families; the webhook label is the path.
+        self.webhook_requests = Counter(
+            "controller_runtime_webhook_requests_total",
+            "Total number of admission requests by HTTP status code.",
+            ["code", "webhook"],
+            registry=registry,
+        )
+        self.webhook_in_flight = Gauge(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            ["webhook"],
+            registry=registry,
+        )
+        self.webhook_latency = Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            ["webhook"],
+            buckets=GO_DEFAULT_BUCKETS,
+            registry=registry,
+        )
         self._custom: dict[str, Any] = {}
         self._custom_lock = threading.Lock()
 
@@ -212,7 +247,25 @@ class Metrics:
             self.runtime_errors.labels(controller=controller).inc()
         self.runtime_seconds.labels(controller=controller).observe(seconds)
 
-    def observe_run(self, gvk: GVK, *, failed: bool, seconds: float) -> None:
+    def webhook_started(self, webhook: str) -> None:
+        """An admission request to ``webhook`` (its path) is being served."""
+        self.webhook_in_flight.labels(webhook=webhook).inc()
+
+    def webhook_finished(self, webhook: str, *, code: int, seconds: float) -> None:
+        self.webhook_in_flight.labels(webhook=webhook).dec()
+        self.webhook_requests.labels(code=str(code), webhook=webhook).inc()
+        self.webhook_latency.labels(webhook=webhook).observe(seconds)
+
+    def observe_run(
+        self, gvk: GVK, *, failed: bool, seconds: float, trigger: str = "other"
+    ) -> None:
+        self.runs.labels(
+            group=gvk.group,
+            version=gvk.version,
+            kind=gvk.kind,
+            trigger=trigger,
+            result="failed" if failed else "succeeded",
+        ).inc()
         self.ansible_seconds.labels(
             group=gvk.group, version=gvk.version, kind=gvk.kind, result="failed" if failed else "ok"
         ).observe(seconds)
@@ -259,8 +312,10 @@ class Metrics:
         memory: Callable[[], int],
         running: Callable[[], int],
         outcomes: Callable[[], dict[str, int]],
+        recycles: Callable[[], dict[str, int]] = dict,
     ) -> None:
-        """Warm launchers (runner.warm), read at scrape time."""
+        """Warm launchers (runner.warm), read at scrape time; ``recycles``: launchers
+        replaced, by reason (runs, rss)."""
 
         class _Collector:
             def collect(self) -> Any:
@@ -284,6 +339,41 @@ class Metrics:
                 for mode, count in sorted(outcomes().items()):
                     starts.add_metric([mode], count)
                 yield starts
+                replaced = CounterMetricFamily(
+                    "playbook_operator_warm_launcher_recycles",
+                    "Warm launchers replaced between runs: after --warm-launcher-max-runs "
+                    "runs (runs) or above --warm-launcher-max-rss (rss).",
+                    labels=["reason"],
+                )
+                for reason, count in sorted(recycles().items()):
+                    replaced.add_metric([reason], count)
+                yield replaced
+
+        self.registry.register(_Collector())
+
+    def add_informer_gauges(self, held: Callable[[], list[tuple[GVK, budget.Held]]]) -> None:
+        """What the informers hold per kind: objects and approximate bytes."""
+
+        class _Collector:
+            def collect(self) -> Any:
+                totals: dict[GVK, list[int]] = {}
+                for gvk, holding in held():
+                    total = totals.setdefault(gvk, [0, 0])
+                    total[0] += holding.objects
+                    total[1] += holding.bytes
+                for index, (name, help_text) in enumerate(
+                    (
+                        ("playbook_operator_informer_objects", "Objects the informers hold."),
+                        (
+                            "playbook_operator_informer_bytes",
+                            "Approximate size of what the informers hold (compact JSON bytes).",
+                        ),
+                    )
+                ):
+                    family = GaugeMetricFamily(name, help_text, labels=["group", "version", "kind"])
+                    for gvk, total in totals.items():
+                        family.add_metric([gvk.group, gvk.version, gvk.kind], total[index])
+                    yield family
 
         self.registry.register(_Collector())
 
@@ -553,12 +643,20 @@ Authorize = Callable[[str | None], int]
 CUSTOM_LIMITS = listener.Limits(max_body=64 * 1024)
 
 
-def exposition_handler(metrics: Metrics, *, authorize: Authorize | None = None) -> listener.App:
-    """GET /metrics; with ``authorize``, the token is checked before anything else is read."""
+def exposition_handler(
+    metrics: Metrics,
+    *,
+    authorize: Authorize | None = None,
+    rbac: Callable[[], dict[str, Any]] | None = None,
+) -> listener.App:
+    """GET /metrics, and with ``rbac`` GET /debug/rbac (the RBAC record as JSON); with
+    ``authorize``, the token is checked before anything else is read, for both."""
 
     def handle(request: listener.Request) -> listener.Response:
         if request.method != "GET":
             return listener.text(405, "method not allowed")
+        if rbac is not None and request.path == "/debug/rbac":
+            return _json(200, rbac())
         if not request.path.startswith("/metrics"):
             return listener.text(404, "not found")
         return listener.Response(

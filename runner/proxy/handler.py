@@ -261,6 +261,7 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                 or not _allowed_read_only(self.command, parse_qs(urlsplit(self.path).query))
             ):
                 proxy.refuse(self.command, self.path, body)
+                proxy.account(session, method=self.command, path=self.path)
                 message = f"read-only proxy: {self.command} {urlsplit(self.path).path} refused"
                 self._send(403, _status_body(403, "Forbidden", message))
                 return
@@ -285,6 +286,7 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
             if self.command == "GET":
                 cached = proxy.cached_read(session, target, resource, url)
                 if cached is not None and resource is not None:
+                    proxy.account(session, method="GET", path=self.path, cached=True)
                     proxy.observe(owner, resource, cached)
                     self._send(
                         200,
@@ -329,6 +331,7 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                     proxy.wrote(session, written, None)  # it may or may not have happened
                 self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
                 return
+            proxy.account(session, method=self.command, path=self.path, status=upstream.status)
             try:
                 if _is_stream(url, query, upstream.headers.get("Content-Type", "")):
                     self._relay_stream(session, upstream)
@@ -384,6 +387,7 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
             except kube_errors.TransportError as exc:
                 self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
                 return
+            proxy.account(session, method=self.command, path=self.path, status=answer.status)
             with contextlib.closing(answer.connection):
                 if answer.status != tunnel.SWITCHING_PROTOCOLS:
                     names = {name.lower() for name in _RELAYED_HEADERS}

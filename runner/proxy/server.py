@@ -38,6 +38,8 @@ from runner.kube import paths
 from runner.kube.client import MERGE_PATCH, Client
 from runner.kube.types import GVK, KubeObject, Resource
 from runner.proxy import handler, listener, ownership
+from runner.rbac import record as rbac_record
+from runner.rbac import rules as rbac_rules
 
 log = logging.getLogger("runner.proxy")
 
@@ -98,8 +100,10 @@ class OwnerProxy:
         caches: Callable[[GVK], bool] | None = None,
         blacklists: Mapping[GVK, frozenset[GVK]] | None = None,
         read_only: bool = False,
+        rbac: rbac_record.Record | None = None,
     ) -> None:
         self.client = client
+        self.rbac = rbac  # what each run's requests needed of RBAC, and what was denied
         self.inject_owner = inject_owner
         self.read_only = read_only
         self.refused: list[RefusedWrite] = []
@@ -224,6 +228,23 @@ class OwnerProxy:
             session.written[key] = version
 
     # -- request handling (called from handler threads) --------------------
+
+    def account(
+        self, session: Session, *, method: str, path: str, status: int = 0, cached: bool = False
+    ) -> None:
+        """Note the verb a run's request needed (``cached``: answered from an informer;
+        ``status``: the API server's answer, 0 if it never saw the request); a 403 from
+        the API server is a denial, named with the run's current task."""
+        if self.rbac is None:
+            return
+        use = rbac_rules.use_of(method, path)
+        if use is None:
+            return
+        owner = session.owner
+        source = rbac_rules.CACHE if cached else rbac_rules.RUN
+        self.rbac.used(owner.gvk, use, source=source)
+        if status == 403:
+            self.rbac.denied(owner.gvk, use, run=(owner.gvk, owner.namespace, owner.name))
 
     def refuse(self, method: str, path: str, body: bytes | None) -> None:
         """Note a write a read-only proxy did not let through."""

@@ -8,7 +8,12 @@ client-go's rate-limited workqueue with controller-runtime's priority queue:
   highest priority win);
 - a key handed to a worker is not handed out again until ``done``; adds that
   arrive meanwhile fold into one follow-up run, released by ``done``;
-- ready keys are served EVENT before RESYNC, then oldest due time first.
+- ready keys are served EVENT before RESYNC, then oldest due time first;
+- each pending key carries the :class:`~runner.queue.trigger.Trigger` of the add
+  that decides when it runs (the first, unless a later add makes it due sooner or
+  raises its priority), the others that were due counted in its ``folded`` (a
+  delayed add is not: the run re-adds its own); ``trigger_of`` gives a worker the
+  one of the key it holds.
 
 Unlike client-go, ``get`` returns ``None`` as soon as the queue shuts down
 instead of draining it: a drain would start one Ansible run per key.
@@ -22,6 +27,7 @@ when client-go's delaying queue would have added it.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import threading
@@ -31,6 +37,7 @@ from typing import Protocol
 
 from runner.base.clock import Clock, MonotonicClock
 from runner.kube.types import ObjectKey
+from runner.queue import trigger
 
 
 class Priority(IntEnum):
@@ -66,6 +73,7 @@ class _Entry:
     priority: Priority
     due: float
     stamp: int  # heap tuples carrying another stamp are stale
+    why: trigger.Trigger = trigger.OTHER
 
 
 class WorkQueue:
@@ -96,6 +104,7 @@ class WorkQueue:
         self._waiting: list[tuple[float, int, ObjectKey]] = []  # (due, stamp, key)
         self._processing: dict[ObjectKey, Priority] = {}  # key -> priority it was served at
         self._failures: dict[ObjectKey, int] = {}
+        self._taken: dict[ObjectKey, trigger.Trigger] = {}  # why each key handed out runs
         self._stamps = itertools.count()
         self._shutting_down = False
         # Metrics only: when each key handed out was handed out; counters.
@@ -105,13 +114,24 @@ class WorkQueue:
 
     # -- producers ----------------------------------------------------------
 
-    def add(self, key: ObjectKey, *, priority: Priority = Priority.EVENT) -> None:
+    def add(
+        self,
+        key: ObjectKey,
+        *,
+        priority: Priority = Priority.EVENT,
+        why: trigger.Trigger | None = None,
+    ) -> None:
         """Make ``key`` ready now. Already pending: folded in (priority may rise)."""
         with self._cond:
-            self._put(key, priority=priority, due=self._clock.now())
+            self._put(key, priority=priority, due=self._clock.now(), why=why)
 
     def add_after(
-        self, key: ObjectKey, delay: float, *, priority: Priority = Priority.RESYNC
+        self,
+        key: ObjectKey,
+        delay: float,
+        *,
+        priority: Priority = Priority.RESYNC,
+        why: trigger.Trigger | None = None,
     ) -> None:
         """Make ``key`` ready ``delay`` seconds from now; an earlier pending time wins.
 
@@ -120,7 +140,7 @@ class WorkQueue:
         """
         with self._cond:
             self._count_retry()
-            self._put(key, priority=priority, due=self._clock.now() + max(0.0, delay))
+            self._put(key, priority=priority, due=self._clock.now() + max(0.0, delay), why=why)
 
     def add_rate_limited(self, key: ObjectKey, *, priority: Priority | None = None) -> None:
         """Retry ``key`` after ``base_delay * 2**failures`` (capped), counting one failure.
@@ -138,11 +158,17 @@ class WorkQueue:
             delay = min(self._base_delay * 2.0 ** min(failures, 64), self._max_delay)
             if priority is None:
                 priority = self._processing.get(key, Priority.EVENT)
-            self._put(key, priority=priority, due=self._clock.now() + delay)
+            why = trigger.Trigger(trigger.Kind.RETRY, f"attempt {failures + 1}")
+            self._put(key, priority=priority, due=self._clock.now() + delay, why=why)
 
     def failures(self, key: ObjectKey) -> int:
         with self._cond:
             return self._failures.get(key, 0)
+
+    def trigger_of(self, key: ObjectKey) -> trigger.Trigger:
+        """Why the key a worker holds (between ``get`` and ``done``) runs."""
+        with self._cond:
+            return self._taken.get(key, trigger.OTHER)
 
     def forget(self, key: ObjectKey) -> None:
         """Reset ``key``'s backoff. Call on success and on ``requeue_after``, never on failure."""
@@ -199,6 +225,7 @@ class WorkQueue:
         """
         with self._cond:
             self._processing.pop(key, None)
+            self._taken.pop(key, None)
             started = self._started.pop(key, None)
             if started is not None and self._observer is not None:
                 self._observer.worked(max(0.0, self._clock.now() - started))
@@ -240,16 +267,29 @@ class WorkQueue:
 
     # -- internals (caller holds self._cond) ---------------------------------
 
-    def _put(self, key: ObjectKey, *, priority: Priority, due: float) -> None:
+    def _put(
+        self, key: ObjectKey, *, priority: Priority, due: float, why: trigger.Trigger | None
+    ) -> None:
         if self._shutting_down:
             return
+        why = why or trigger.OTHER
         old = self._pending.get(key)
         if old is not None:
+            # The add that decides when the key runs names the run; the others are counted,
+            # but not a future resync or requeue (the run re-adds its own): it is not why
+            # this run happens.
+            now = self._clock.now()
+            if priority > old.priority or due < old.due:
+                why = dataclasses.replace(why, folded=old.why.folded + (old.due <= now))
+            else:
+                why = old.why.absorb() if due <= now else old.why
             priority = max(old.priority, priority)
             due = min(old.due, due)
             if (priority, due) == (old.priority, old.due):
+                # Same stamp: the heap tuples pointing at the entry stay valid.
+                self._pending[key] = dataclasses.replace(old, why=why)
                 return
-        entry = _Entry(priority=priority, due=due, stamp=next(self._stamps))
+        entry = _Entry(priority=priority, due=due, stamp=next(self._stamps), why=why)
         self._pending[key] = entry
         if due > self._clock.now():
             if len(self._waiting) > 2 * len(self._pending) + 64:
@@ -290,6 +330,7 @@ class WorkQueue:
                 continue
             del self._pending[key]
             self._processing[key] = entry.priority
+            self._taken[key] = entry.why
             self._started[key] = now
             self._handed_out += 1
             if self._observer is not None:

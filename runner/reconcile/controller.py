@@ -23,9 +23,12 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Protocol
 
+from runner.base import errors
+from runner.kube import errors as kube_errors
 from runner.kube.types import GVK, ObjectKey, object_key
-from runner.queue import workqueue
-from runner.reconcile import reconciler
+from runner.queue import trigger, workqueue
+from runner.reconcile import reconciler, startup
+from runner.watch import predicate as predicate_mod
 from runner.watch.predicate import Event, EventType, Predicate
 
 log = logging.getLogger("runner.controller")
@@ -102,9 +105,11 @@ class Controller:
         workers: int,
         observer: Observer | None = None,
         gate: Gate | None = None,
+        spread: startup.Spread | None = None,
     ) -> None:
         self.reconciler = reconciler
         self._gate = gate
+        self._spread = spread  # after a restart: when unchanged CRs' first runs come
         self.gvk = reconciler.gvk
         self.queue = work_queue
         self.workers = workers
@@ -135,6 +140,10 @@ class Controller:
                 self._observer.matched(gvk=self.gvk, event=event)
             keys = map_keys(event) if map_keys else [object_key(event.obj)]
             priority = workqueue.Priority.RESYNC if event.initial else workqueue.Priority.EVENT
+            why = predicate_mod.cause(event) if map_keys is None else trigger.OTHER
+            delay = None
+            if event.initial and map_keys is None and self._spread is not None:
+                delay = self._spread.delay(event.obj)  # None: it runs at once
             for key in keys:
                 if self._gate is not None and not self._gate.owns(self.gvk, key):
                     continue  # another replica's object (sharded mode)
@@ -145,16 +154,25 @@ class Controller:
                         "object": key,
                         "event": event.type.value,
                         "initial": event.initial,
+                        "trigger": why.describe(),
                     },
                 )
-                self.queue.add(key, priority=priority)
+                if delay is not None:
+                    self.queue.add_after(key, delay, priority=priority, why=why)
+                else:
+                    self.queue.add(key, priority=priority, why=why)
 
         return handle
 
-    def enqueue(self, key: ObjectKey, priority: workqueue.Priority) -> None:
+    def enqueue(
+        self,
+        key: ObjectKey,
+        priority: workqueue.Priority,
+        why: trigger.Trigger | None = None,
+    ) -> None:
         """Add a key from outside the primary watch (a dependent's owner, a handover)."""
         if self._gate is None or self._gate.owns(self.gvk, key):
-            self.queue.add(key, priority=priority)
+            self.queue.add(key, priority=priority, why=why)
 
     def start(self) -> None:
         for index in range(self.workers):
@@ -197,7 +215,8 @@ class Controller:
                 elif self._gate.owns(self.gvk, key):
                     # Ours, but the previous owner has not released it yet (or our own
                     # Lease is due for renewal): look again after one shard round.
-                    self.queue.add_after(key, self._gate.retry_period)
+                    why = self.queue.trigger_of(key)  # still why it runs, once it may
+                    self.queue.add_after(key, self._gate.retry_period, why=why)
                 else:
                     self.queue.forget(key)  # handed over: the new owner runs it
             finally:
@@ -209,8 +228,9 @@ class Controller:
     def _process(self, key: ObjectKey) -> None:
         started = time.monotonic()
         request = reconciler.Request.of(self.gvk, key)
+        why = self.queue.trigger_of(key)
         try:
-            result = self.reconciler.reconcile(request)
+            result = self.reconciler.reconcile(request, why=why)
         except Exception as exc:
             # Failure: keep the backoff growing; the key comes back after base * 2**failures.
             self.queue.add_rate_limited(key)
@@ -220,19 +240,20 @@ class Controller:
             log.log(
                 level,
                 "reconcile failed",
-                exc_info=not isinstance(exc, reconciler.ReconcileFailed),
+                exc_info=_crashed(exc),
                 extra={
                     "kind": self.gvk.kind,
                     "object": key,
                     "error": str(exc),
                     "retries": self.queue.failures(key),
+                    "trigger": str(why.kind),
                 },
             )
         else:
             # Success: reset the backoff; with requeue_after, come back later at resync priority.
             self.queue.forget(key)
             if result.requeue_after is not None and result.requeue_after > 0:
-                self.queue.add_after(key, result.requeue_after)
+                self.queue.add_after(key, result.requeue_after, why=_later(result))
                 outcome = Outcome.REQUEUED if result.requested else Outcome.SUCCEEDED
                 action = Action.REQUEUE_AFTER
             else:
@@ -246,9 +267,27 @@ class Controller:
                     "object": key,
                     "result": str(outcome),
                     "seconds": round(elapsed, 3),
+                    "trigger": str(why.kind),
                 },
             )
         if self._observer is not None:
             self._observer.reconciled(
                 controller=self.name, gvk=self.gvk, outcome=outcome, action=action, seconds=elapsed
             )
+
+
+def _crashed(exc: Exception) -> bool:
+    """Whether a reconcile's exception is a crash (a bug, a full disk), whose traceback
+    helps, rather than an error the runtime understands (failed tasks, a refused
+    annotation, an API answer), which its message says enough about."""
+    known = (errors.PlaybookOperatorError, kube_errors.KubeError)
+    cause = exc.__cause__ if isinstance(exc, errors.ReconcileError) else None
+    return not isinstance(exc, known) or (cause is not None and not isinstance(cause, known))
+
+
+def _later(result: reconciler.Result) -> trigger.Trigger:
+    """Why the next run comes: the role's requeue_after, else the reconcile period."""
+    after = f"after {result.requeue_after:g}s"
+    if result.requested:
+        return trigger.Trigger(trigger.Kind.REQUEUE_AFTER, after)
+    return trigger.Trigger(trigger.Kind.RESYNC, f"reconcile period, {after}")

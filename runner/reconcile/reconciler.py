@@ -19,14 +19,16 @@ its private data dir is removed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import shutil
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from runner.ansible import extravars, launch
 from runner.base import errors, logs
@@ -34,7 +36,9 @@ from runner.config import options, watches
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey, make_key, split_key
-from runner.reconcile import overrides
+from runner.queue import trigger
+from runner.rbac import record as rbac_record
+from runner.reconcile import overrides, pause, startup
 from runner.status import conditions, recorder
 
 log = logging.getLogger("runner.reconcile")
@@ -102,7 +106,7 @@ Transition = Callable[[list[conditions.Condition]], list[conditions.Condition]]
 
 
 class RunObserver(Protocol):
-    def __call__(self, gvk: GVK, *, failed: bool, seconds: float) -> None: ...
+    def __call__(self, gvk: GVK, *, failed: bool, seconds: float, trigger: str) -> None: ...
 
 
 class Reconciler:
@@ -120,8 +124,14 @@ class Reconciler:
         on_run: RunObserver | None = None,
         events: recorder.Recorder | None = None,
         run_env: Mapping[str, str] | None = None,
+        rbac: rbac_record.Record | None = None,
+        children: startup.Children | None = None,
+        run_slots: threading.Semaphore | None = None,
     ) -> None:
+        self._children = children  # what each run touched: the record a restart checks
+        self._run_slots = run_slots  # --max-concurrent-runs, shared by every kind
         self.watch = watch
+        self._rbac = rbac  # the task each run is in, for the denials the proxy records
         self.gvk = watch.gvk
         self._settings = settings
         self._client = client
@@ -136,13 +146,16 @@ class Reconciler:
 
     # -- entry point ------------------------------------------------------
 
-    def reconcile(self, request: Request) -> Result:
+    def reconcile(self, request: Request, *, why: trigger.Trigger = trigger.OTHER) -> Result:
+        """``why`` explains the run (logs, Running message, artifacts, metric); never steers it."""
         rlog = logs.bind(
             log,
             reconcile_id=uuid.uuid4().hex[:12],
             kind=self.gvk.kind,
             namespace=request.namespace,
             name=request.name,
+            gvk=str(self.gvk),  # ansible-operator's field: "group/version, Kind=Kind"
+            trigger=why.describe(),
         )
         obj = self._read(request)
         if obj is None:
@@ -160,10 +173,12 @@ class Reconciler:
         if meta.get("deletionTimestamp"):
             if not present:
                 return Result()  # not ours to hold; garbage collection does the rest
-            return self._converge(obj, log=rlog, finalizing=True)
+            return self._converge(obj, log=rlog, finalizing=True, why=why)
+        if pause.paused(obj):  # after the deletion branch: a paused CR's finalizer still runs
+            return self._pause(obj, log=rlog)
         if finalizer is not None and not present:
             obj = self._set_finalizer(obj, add=True)
-        return self._converge(obj, log=rlog, finalizing=False)
+        return self._converge(obj, log=rlog, finalizing=False, why=why)
 
     # -- steps ------------------------------------------------------------
 
@@ -194,7 +209,9 @@ class Reconciler:
             body={"metadata": {"finalizers": wanted, "resourceVersion": meta["resourceVersion"]}},
         )
 
-    def _converge(self, obj: KubeObject, *, log: logs.BoundLogger, finalizing: bool) -> Result:
+    def _converge(
+        self, obj: KubeObject, *, log: logs.BoundLogger, finalizing: bool, why: trigger.Trigger
+    ) -> Result:
         meta = obj["metadata"]
         annotations = meta.get("annotations") or {}
         manage = self.watch.manage_status
@@ -232,14 +249,28 @@ class Reconciler:
         if manage:
             # From the cached copy: saves a read; a stale copy costs a 409 and a re-read.
             written = self._write_status(
-                obj, lambda c: conditions.mark_running(c, now=_now()), current=obj
+                obj,
+                lambda c: conditions.mark_running(
+                    conditions.mark_resumed(c, now=_now()), now=_now(), why=why.describe()
+                ),
+                current=obj,
             )
             if written is None:
                 log.info("object deleted (or re-created) before its run; not running it")
                 return Result()
+        if self._children is not None and manage:  # the record lives in status
+            self._children.begin(str(meta.get("uid", "")))
+        ident = uuid.uuid4().hex[:16]  # the artifacts' dir; ansible-operator logs it as job
+        log = logs.bind(log, job=ident)
         try:
             result = self._run_ansible(
-                obj, log=log, finalizing=finalizing, verbosity=verbosity, artifacts=artifacts
+                obj,
+                ident=ident,
+                log=log,
+                finalizing=finalizing,
+                verbosity=verbosity,
+                artifacts=artifacts,
+                why=why,
             )
         except Exception as exc:
             # Whatever stops the run step (a launch error, a full disk, a bug) must not
@@ -250,7 +281,13 @@ class Reconciler:
         if manage and not (finalizing and not result.failed):
             # From what the Running write returned: unless the role wrote status
             # meanwhile (then a 409 and a re-read), no read is needed.
-            self._write_status(obj, _done(result), observed=meta.get("generation"), current=written)
+            self._write_status(
+                obj,
+                _done(result),
+                observed=meta.get("generation"),
+                current=written,
+                fields=self._children_fields(meta, result=result, finalizing=finalizing),
+            )
 
         if self._recorder is not None and not finalizing:
             if result.failed:
@@ -291,6 +328,8 @@ class Reconciler:
         finalizing: bool,
         verbosity: int,
         artifacts: int,
+        why: trigger.Trigger,
+        ident: str,
     ) -> launch.RunResult:
         meta = obj["metadata"]
         watch = self.watch
@@ -313,7 +352,7 @@ class Reconciler:
         variables = built.variables
         with self._environment.for_owner(obj) as env:
             spec = launch.RunSpec(
-                ident=uuid.uuid4().hex[:16],
+                ident=ident,
                 private_data_dir=self._private_dir(meta),
                 playbook=target_playbook,
                 role=target_role.name if target_role else None,
@@ -333,10 +372,42 @@ class Reconciler:
                 collections_path=tuple(Path(p) for p in self._settings.ansible_collections_path),
                 timeout=self._timeout(),
             )
-            result = self._runner.run(spec, log=log)
+            with self._run_slot(log=log):
+                result = self._run_recorded(spec, obj=obj, log=log)
         if self._on_run is not None:
-            self._on_run(self.gvk, failed=result.failed, seconds=result.duration)
+            self._on_run(
+                self.gvk, failed=result.failed, seconds=result.duration, trigger=str(why.kind)
+            )
+        _save_trigger(result, why=why, log=log)
         return result
+
+    def _run_recorded(
+        self, spec: launch.RunSpec, *, obj: KubeObject, log: logs.BoundLogger
+    ) -> launch.RunResult:
+        """Run ``spec``; with an RBAC record, the tasks it enters are noted (so a denied
+        request names its task) and a failed run's Failure names the rules it lacked."""
+        if self._rbac is None:
+            return self._runner.run(spec, log=log)
+        record, meta = self._rbac, obj["metadata"]
+        run = (self.gvk, meta.get("namespace") or "", meta["name"])
+
+        also = spec.on_event
+
+        def on_event(event: Mapping[str, Any]) -> None:
+            data = event.get("event_data")
+            if str(event.get("event", "")).endswith("task_start") and isinstance(data, dict):
+                record.task_started(run, str(data.get("task") or data.get("name") or ""))
+            if also is not None:
+                also(event)
+
+        record.run_started(run)
+        try:
+            result = self._runner.run(dataclasses.replace(spec, on_event=on_event), log=log)
+        finally:
+            denials = record.run_ended(run)
+        if not result.failed or not denials:
+            return result
+        return dataclasses.replace(result, failed_tasks=rbac_failures(result.failed_tasks, denials))
 
     # -- helpers ----------------------------------------------------------
 
@@ -371,6 +442,7 @@ class Reconciler:
         *,
         observed: int | None = None,
         current: KubeObject | None = None,
+        fields: Mapping[str, object] | None = None,
     ) -> KubeObject | None:
         meta = obj["metadata"]
         return conditions.write(
@@ -382,7 +454,41 @@ class Reconciler:
             observed_generation=observed,
             current=current,
             uid=meta.get("uid"),
+            fields=fields,
         )
+
+    def _pause(self, obj: KubeObject, *, log: logs.BoundLogger) -> Result:
+        """A paused CR: no run, no finalizer added; Paused=True says why (reconcile.pause)."""
+        log.info("paused; not reconciling", extra={"annotation": options.PAUSED_ANNOTATION})
+        if self.watch.manage_status:
+            self._write_status(obj, lambda c: conditions.mark_paused(c, now=_now()))
+        return Result()
+
+    @contextlib.contextmanager
+    def _run_slot(self, *, log: logs.BoundLogger) -> Iterator[None]:
+        """One of --max-concurrent-runs' slots for the length of the Ansible run."""
+        if self._run_slots is None:
+            yield
+            return
+        if not self._run_slots.acquire(blocking=False):
+            log.debug("waiting for a run slot (--max-concurrent-runs)")
+            self._run_slots.acquire()
+        try:
+            yield
+        finally:
+            self._run_slots.release()
+
+    def _children_fields(
+        self, meta: Mapping[str, object], *, result: launch.RunResult, finalizing: bool
+    ) -> dict[str, object] | None:
+        """``status.reconciledChildren`` for a successful run (reconcile.startup), else None."""
+        if self._children is None:
+            return None
+        seen = self._children.take(str(meta.get("uid", "")))
+        if result.failed or finalizing:
+            return None
+        # None (too many children to record) removes an older record: a merge patch's null.
+        return {startup.STATUS_FIELD: startup.record(seen)}
 
     def _private_dir(self, meta: Mapping[str, str]) -> Path:
         """ansible-operator's layout, ``<runner-dir>/<group>/<version>/<kind>/<namespace>/<name>``,
@@ -536,6 +642,40 @@ def failure_message(result: launch.RunResult) -> str:
     if not result.failed_tasks:
         return "unknown playbook failure"
     return "\n".join(f"{task.task}: {task.message}" for task in result.failed_tasks)
+
+
+def rbac_failures(
+    failed: tuple[launch.FailedTask, ...], denials: list[rbac_record.Denial]
+) -> tuple[launch.FailedTask, ...]:
+    """Each failed task's message followed by the rules its denied requests lacked
+    (``needs: apps deployments patch in namespace ns1``); denials of no failed task
+    go to the last one."""
+    by_task = {task.task for task in failed}
+    stray = [d for d in denials if d.task not in by_task]
+    out = []
+    for index, task in enumerate(failed):
+        mine = [d for d in denials if d.task == task.task]
+        if index == len(failed) - 1:
+            mine += stray
+        needs = rbac_record.needs_message(mine) if mine else ""
+        message = f"{task.message}; {needs}".lstrip("; ") if needs else task.message
+        out.append(dataclasses.replace(task, message=message))
+    return tuple(out)
+
+
+def _save_trigger(result: launch.RunResult, *, why: trigger.Trigger, log: logs.BoundLogger) -> None:
+    """Record beside the run's artifacts why it ran and how it went (``playbook-operator runs``)."""
+    try:
+        trigger.save(
+            result.artifact_dir,
+            why,
+            started=datetime.now(UTC).timestamp() - result.duration,
+            seconds=result.duration,
+            result="failed" if result.failed else "succeeded",
+            failed_task=result.failed_tasks[0].task if result.failed_tasks else None,
+        )
+    except OSError as exc:  # the run's outcome stands; only its explanation is lost
+        log.warning("could not record the run's trigger", extra={"error": str(exc)})
 
 
 def _describe(exc: Exception) -> str:

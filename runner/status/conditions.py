@@ -40,7 +40,7 @@ Deliberate differences, none visible in types/statuses/reasons/messages:
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -66,6 +66,12 @@ MESSAGE_AWAITING = "Awaiting next reconciliation"
 MESSAGE_SUCCEEDED = "Last reconciliation succeeded"
 #: operator-sdk's text for a failed task without ``res.msg``.
 MESSAGE_UNKNOWN_FAILURE = "unknown playbook failure"
+#: Ours, not operator-sdk's: the ``playbook-operator.io/paused`` annotation (reconcile.pause).
+PAUSED = "Paused"
+REASON_PAUSED = "Paused"
+REASON_RESUMED = "Resumed"
+MESSAGE_PAUSED = "Reconciliation paused by the playbook-operator.io/paused annotation"
+MESSAGE_RESUMED = "Reconciliation resumed"
 
 
 @dataclass(frozen=True)
@@ -98,14 +104,24 @@ def rfc3339(moment: datetime) -> str:
 # -- transitions: pure, each returns a new list ------------------------------
 
 
-def mark_running(conditions: Sequence[Condition], *, now: datetime) -> list[Condition]:
-    """Before Ansible starts."""
+def mark_running(
+    conditions: Sequence[Condition], *, now: datetime, why: str = ""
+) -> list[Condition]:
+    """Before Ansible starts; ``why`` (the run's trigger) follows operator-sdk's message in
+    parentheses, so a message match on its prefix still holds: the reason is unchanged."""
     out = copy.deepcopy(list(conditions))
     successful = _find(out, SUCCESSFUL)
     if successful is not None:
         out = _set(out, {**successful, "status": "False"}, now=now)
     return _set(
-        out, _new(RUNNING, status="True", reason=REASON_RUNNING, message=MESSAGE_RUNNING), now=now
+        out,
+        _new(
+            RUNNING,
+            status="True",
+            reason=REASON_RUNNING,
+            message=f"{MESSAGE_RUNNING} ({why})" if why else MESSAGE_RUNNING,
+        ),
+        now=now,
     )
 
 
@@ -155,6 +171,22 @@ def mark_error(conditions: Sequence[Condition], *, message: str, now: datetime) 
         if current is not None:
             out = _set(out, {**current, "status": "False"}, now=now)
     return _set(out, _new(FAILURE, status="True", reason=REASON_FAILED, message=message), now=now)
+
+
+def mark_paused(conditions: Sequence[Condition], *, now: datetime) -> list[Condition]:
+    """A paused CR: Paused True; the other conditions stay as the last run left them."""
+    out = copy.deepcopy(list(conditions))
+    paused = _new(PAUSED, status="True", reason=REASON_PAUSED, message=MESSAGE_PAUSED)
+    return _set(out, paused, now=now)
+
+
+def mark_resumed(conditions: Sequence[Condition], *, now: datetime) -> list[Condition]:
+    """A CR no longer paused: Paused False, only if it was ever written."""
+    out = copy.deepcopy(list(conditions))
+    if _find(out, PAUSED) is None:
+        return out
+    resumed = _new(PAUSED, status="False", reason=REASON_RESUMED, message=MESSAGE_RESUMED)
+    return _set(out, resumed, now=now)
 
 
 def _new(
@@ -228,6 +260,7 @@ def write(
     retries: int = 5,
     current: KubeObject | None = None,
     uid: str | None = None,
+    fields: Mapping[str, Any] | None = None,
 ) -> KubeObject | None:
     """Apply ``conditions_update`` to the live object's conditions and patch its status.
 
@@ -244,6 +277,9 @@ def write(
     copy), replaces the first read: the patch is still conditional on its
     resourceVersion, so a stale copy only costs a 409 and a fresh read. A write
     based on it is never skipped as a no-op, since the copy may be stale.
+
+    ``fields``, when given, are other status keys the runtime writes in the same patch
+    (``reconciledChildren``, runner.reconcile.startup).
 
     ``uid``, when given, pins the write to that incarnation of the object: an
     object deleted and re-created under the same name (a new uid) during the run
@@ -275,9 +311,13 @@ def write(
         before = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
         conditions = conditions_update(copy.deepcopy(before))
         patch: dict[str, Any] = {"conditions": conditions}
+        patch.update(fields or {})
         if observed_generation is not None:
             patch["observedGeneration"] = observed_generation
-        unchanged = conditions == (raw or []) and (
+        unchanged = all(status.get(k) == v for k, v in (fields or {}).items()) and (
+            conditions == (raw or [])
+        )
+        unchanged = unchanged and (
             observed_generation is None or status.get("observedGeneration") == observed_generation
         )
         if unchanged and fresh:

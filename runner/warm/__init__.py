@@ -8,6 +8,8 @@ unchanged. Modules:
 
 - :mod:`runner.warm.pool` — the runtime's side: starts, restarts and stops launchers;
 - :mod:`runner.warm.zygote` — a launcher process: imports once, forks a child per start;
+- :mod:`runner.warm.recycle` — when a launcher is replaced (runs, RSS) and how the
+  replacement takes over between runs;
 - :mod:`runner.warm.wire` — the protocol, and the tiny client placed in front of
   ``ansible-playbook`` and used as the module interpreter;
 - :mod:`runner.warm.reuse` — what a run takes over from earlier runs (module

@@ -16,6 +16,11 @@ a dead launcher is started again (at most :data:`RESPAWNS` times a minute).
 Launchers hold the read end of a lifeline pipe whose write end only this
 process has; when the runtime dies, however it dies, they see EOF and kill
 every run they started.
+
+Recycling: a launcher that was handed ``max_runs`` runs, or whose resident memory
+is above ``max_rss_mib``, is replaced between runs (:mod:`runner.warm.recycle`):
+the replacement starts while the old one serves, takes over when ready, and the
+old one ends when its runs did.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.warm import gates, wire, zygote
+from runner.warm import gates, recycle, wire, zygote
 
 log = logging.getLogger("runner.warm")
 
@@ -80,14 +85,28 @@ class _Process:
     starts: list[float] = field(default_factory=list)
     given_up: bool = False
     gates_read: bool = False  # what the launcher left off (gates.py) was read
+    runs: int = 0  # runs handed to the current process
+    replacing: int | None = None  # inode of the socket of the launcher being replaced
 
 
 class Launchers:
     """Warm launchers for one runtime process; thread-safe."""
 
-    def __init__(self, *, python: str = sys.executable, preload: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        python: str = sys.executable,
+        preload: Sequence[str] = (),
+        max_runs: int = 0,
+        max_rss_mib: int = 0,
+    ) -> None:
+        """``max_runs``, ``max_rss_mib``: replace a launcher after that many runs, or
+        above that resident memory (0: never)."""
         self._python = python
         self._preload = tuple(preload)
+        self._limits = recycle.Limits(max_runs=max_runs, max_rss_bytes=max_rss_mib * 2**20)
+        self._retiring: list[subprocess.Popen[bytes]] = []  # replaced, ending their runs
+        self._rss_warned = False
         self._dir = Path(tempfile.mkdtemp(prefix="playbook-operator-warm-"))
         self._lifeline_r, self._lifeline_w = os.pipe()
         self._lock = threading.Lock()
@@ -97,6 +116,7 @@ class Launchers:
         self._over_cap: set[str] = set()
         self._reported_off: set[str] = set()  # mechanisms already logged as off
         self.outcomes: Counter[str] = Counter()  # warm / cold / lost runs
+        self.recycles: Counter[str] = Counter(dict.fromkeys(recycle.REASONS, 0))
 
     @property
     def directory(self) -> Path:
@@ -131,6 +151,8 @@ class Launchers:
                     cwd=cwd,
                 )
                 self._programs[key] = launcher
+            if launcher is not None:
+                launcher.runs += 1
             socket = self._ensure(launcher) if launcher is not None else self._dir / "none"
         compiled = compiled_client()
         client = [str(compiled)] if compiled else [self._python, "-I", "-S", str(WIRE)]
@@ -149,6 +171,7 @@ class Launchers:
                     env=dict(env),
                     cwd=cwd,
                 )
+            self._module.runs += 1
             socket = self._ensure(self._module)
             script = self._dir / "python"
             if not script.exists():
@@ -192,11 +215,9 @@ class Launchers:
         """Resident memory of all live launchers (their shared pages counted once each)."""
         total = 0
         page = os.sysconf("SC_PAGE_SIZE")
-        for launcher in self._all():
-            if launcher.proc is None or launcher.proc.poll() is not None:
-                continue
+        for pid in self.pids():
             with contextlib.suppress(OSError, ValueError, IndexError):
-                statm = Path(f"/proc/{launcher.proc.pid}/statm").read_text().split()
+                statm = Path(f"/proc/{pid}/statm").read_text().split()
                 total += int(statm[1]) * page
         return total
 
@@ -207,16 +228,32 @@ class Launchers:
             p.socket.exists() and p.proc is not None and p.proc.poll() is None for p in processes
         )
 
+    def settled(self) -> bool:
+        """Whether no replacement launcher is still on its way to serving (recycling)."""
+        with self._lock:
+            return all(not self._replacing(p) for p in self._all_locked())
+
+    def serving(self) -> dict[str, int]:
+        """Launcher name → pid of its current process (a replacement from its start on)."""
+        return {p.name: p.proc.pid for p in self._all() if p.proc is not None}
+
     def pids(self) -> list[int]:
-        """Process ids of the live launchers."""
-        return [p.proc.pid for p in self._all() if p.proc is not None and p.proc.poll() is None]
+        """Process ids of the live launchers, those being replaced included."""
+        with self._lock:
+            self._retiring = [p for p in self._retiring if p.poll() is None]
+            retiring = [p.pid for p in self._retiring]
+        live = [p.proc.pid for p in self._all() if p.proc is not None and p.proc.poll() is None]
+        return live + retiring
 
     def running(self) -> int:
         return len(self.pids())
 
     def _all(self) -> list[_Process]:
         with self._lock:
-            return [*self._programs.values(), *([self._module] if self._module else [])]
+            return self._all_locked()
+
+    def _all_locked(self) -> list[_Process]:
+        return [*self._programs.values(), *([self._module] if self._module else [])]
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop every launcher (and so every run they started); remove the sockets."""
@@ -224,17 +261,17 @@ class Launchers:
             if self._closed:
                 return
             self._closed = True
-        processes = self._all()
+        processes = [p.proc for p in self._all() if p.proc is not None]
+        with self._lock:
+            processes += self._retiring
         os.close(self._lifeline_w)  # launchers exit on EOF, killing their children
         deadline = time.monotonic() + timeout
-        for launcher in processes:
-            if launcher.proc is None:
-                continue
+        for proc in processes:
             try:
-                launcher.proc.wait(max(0.0, deadline - time.monotonic()))
+                proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                launcher.proc.kill()
-                launcher.proc.wait()
+                proc.kill()
+                proc.wait()
         os.close(self._lifeline_r)
         shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -250,6 +287,7 @@ class Launchers:
             if not launcher.gates_read and launcher.socket.exists():
                 launcher.gates_read = True
                 self._report_off(launcher)
+            self._recycle_if_due(launcher)
             return launcher.socket
         now = time.monotonic()
         if proc is not None:
@@ -257,8 +295,9 @@ class Launchers:
                 "warm launcher exited; starting it again",
                 extra={"launcher": launcher.name, "exit_code": proc.returncode},
             )
-            with contextlib.suppress(FileNotFoundError):
-                launcher.socket.unlink()
+            if not self._replacing(launcher):  # else the socket is its predecessor's, alive
+                with contextlib.suppress(FileNotFoundError):
+                    launcher.socket.unlink()
         launcher.starts = [t for t in launcher.starts if now - t < 60] + [now]
         if len(launcher.starts) > RESPAWNS + 1:
             launcher.given_up = True
@@ -273,6 +312,50 @@ class Launchers:
                 "warm launcher started", extra={"launcher": launcher.name, "pid": launcher.proc.pid}
             )
         return launcher.socket
+
+    def _replacing(self, launcher: _Process) -> bool:
+        """Whether ``launcher``'s process is a replacement that has not taken its socket
+        path over yet (the path is still its predecessor's socket). Called locked."""
+        inode = recycle.socket_inode(launcher.socket)
+        if launcher.replacing is not None and inode != launcher.replacing:
+            launcher.replacing = None
+        return launcher.replacing is not None
+
+    def _recycle_if_due(self, launcher: _Process) -> None:
+        """Start a replacement for a live launcher that served its maximum of runs or is
+        above the RSS cap; the old one keeps serving until the new one took over, and
+        ends once its runs did (see the module doc). Called locked."""
+        assert launcher.proc is not None
+        self._retiring = [p for p in self._retiring if p.poll() is None]  # reaped when ended
+        if self._closed or self._replacing(launcher):
+            return  # one replacement at a time
+        reason = recycle.due(self._limits, runs=launcher.runs, pid=launcher.proc.pid)
+        inode = recycle.socket_inode(launcher.socket)
+        if reason is None or inode is None:
+            return  # nothing due, or the launcher does not serve yet
+        if reason == "rss" and launcher.runs <= 1 and not self._rss_warned:
+            self._rss_warned = True  # a fresh launcher is above it: replaced every run
+            log.warning(
+                "the warm launchers' RSS cap is below what a fresh launcher uses; "
+                "they are replaced after every run",
+                extra={"max_rss_mib": self._limits.max_rss_bytes // 2**20},
+            )
+        successor = self._spawn(launcher)
+        if successor is None:
+            return
+        old = launcher.proc
+        self._retiring.append(old)
+        launcher.proc, launcher.runs, launcher.replacing = successor, 0, inode
+        self.recycles[reason] += 1
+        log.info(
+            "warm launcher recycled: a replacement takes over, the old one ends after its runs",
+            extra={
+                "launcher": launcher.name,
+                "reason": reason,
+                "pid": old.pid,
+                "replacement": successor.pid,
+            },
+        )
 
     def _report_off(self, launcher: _Process) -> None:
         """One log line naming the reuse mechanisms a launcher found no ground for on

@@ -29,6 +29,10 @@ and the client execs the program itself. It exits, killing every process tree
 it started, when the runtime that started it goes away (its lifeline pipe
 reaches EOF).
 
+A launcher started on a path another one serves replaces it (recycling,
+:mod:`runner.warm.recycle`): it takes the path over once ready and tells the old
+one to retire, which ends once its runs did.
+
 Run as ``python -c`` by :mod:`runner.warm.pool`, which also imports it for
 :func:`comparable`.
 """
@@ -53,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.warm import finish, gates, payload, reuse, shortcut, tree, wire
+from runner.warm import finish, gates, payload, recycle, reuse, shortcut, tree, wire
 
 #: Environment variables that differ from run to run and that nothing pre-imported
 #: reads at import time, or that a child re-reads (ansible-core's constants, the
@@ -172,6 +176,7 @@ class _Launcher:
     off: dict[str, str] = field(default_factory=dict)  # mechanism -> why (gates.py)
     jobs: dict[int, _Job] = field(default_factory=dict)  # by child pid
     by_conn: dict[int, _Job] = field(default_factory=dict)  # by client fd
+    retired: float | None = None  # when a successor took the socket path over
 
 
 # -- preparing -------------------------------------------------------------------
@@ -256,7 +261,10 @@ def serve(launcher: _Launcher) -> dict[str, Any] | None:
     listener.bind(staging)
     os.chmod(staging, 0o600)
     listener.listen(64)
+    predecessor = recycle.connect(launcher.socket_path)  # a launcher this one replaces
     os.replace(staging, launcher.socket_path)  # ready only once everything is imported
+    if predecessor is not None:
+        recycle.retire(predecessor)
 
     wakeup_r, wakeup_w = os.pipe()
     os.set_blocking(wakeup_w, False)
@@ -270,7 +278,13 @@ def serve(launcher: _Launcher) -> dict[str, Any] | None:
     orphaned = False  # the runtime went away: its private directory goes with it
     try:
         while True:
-            for key, _ in selector.select():
+            timeout = None
+            if launcher.retired is not None:
+                left = launcher.retired + recycle.GRACE - time.monotonic()
+                if left <= 0 and not launcher.jobs:
+                    return None  # retired and drained: the successor serves the path
+                timeout = left if left > 0 else None  # then each ended run wakes it
+            for key, _ in selector.select(timeout):
                 tag = key.data
                 if tag == "lifeline":
                     orphaned = True
@@ -303,8 +317,9 @@ def serve(launcher: _Launcher) -> dict[str, Any] | None:
     finally:
         if os.getpid() == parent:
             tree.kill_children()  # every run, and every orphan a run left behind
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(launcher.socket_path)
+            if launcher.retired is None:  # else the path is the successor's socket
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(launcher.socket_path)
             if orphaned:  # also after kill -9 of the runtime, which cannot remove it
                 shutil.rmtree(os.path.dirname(launcher.socket_path), ignore_errors=True)
 
@@ -318,6 +333,12 @@ def _start(
     try:
         request, fds = wire.receive(conn)
     except (OSError, ValueError, wire.ProtocolError):
+        conn.close()
+        return None
+    if recycle.is_retire(request):
+        launcher.retired = time.monotonic()
+        for fd in fds:
+            os.close(fd)
         conn.close()
         return None
     try:

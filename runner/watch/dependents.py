@@ -14,6 +14,13 @@ A child that cannot be decoded is skipped by its informer (logged, never
 reported on: only primary objects get a Failure condition); a child whose
 references cannot be read is logged and its other owner kinds still hear.
 Their stores also serve the proxy's cached reads.
+
+What they store is the cache budget (:mod:`runner.watch.budget`): only objects a
+watched kind owns, without managedFields; Secrets without their data unless the
+owner's watch sets ``cacheSecrets``; only objects its ``dependentSelector``
+selects. Owner kinds that cache a child kind alike share one informer per
+namespace; one with another selector or Secret setting gets informers of its own,
+whose events reach only the owner kinds that cache alike.
 """
 
 from __future__ import annotations
@@ -26,12 +33,12 @@ from runner.config import watches
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key
 from runner.proxy import ownership
-from runner.queue import workqueue
-from runner.watch import predicate, source
+from runner.queue import trigger, workqueue
+from runner.watch import budget, predicate, source
 
 log = logging.getLogger("runner.dependents")
 
-Enqueue = Callable[[ObjectKey, workqueue.Priority], None]
+Enqueue = Callable[[ObjectKey, workqueue.Priority, trigger.Trigger], None]
 
 
 class DependentWatches:
@@ -54,7 +61,9 @@ class DependentWatches:
         self._owner_namespaced = owner_namespaced
         self._is_own_write = is_own_write
         self._owners: dict[GVK, set[GVK]] = {}  # child kind → owner kinds
-        self._informers: dict[GVK, list[source.Informer]] = {}
+        self._keeps: dict[tuple[GVK, GVK], budget.Keep] = {}  # (child, owner) → how it caches
+        self._informers: dict[GVK, list[source.Informer]] = {}  # every Keep's, per child kind
+        self._started: set[tuple[GVK, budget.Keep]] = set()
         self._lock = threading.Lock()
 
     def get(self, resource: Resource, namespace: str, name: str) -> KubeObject | None:
@@ -64,9 +73,14 @@ class DependentWatches:
         for informer in informers:
             if informer.synced.is_set():
                 found = informer.get(key)
-                if found is not None:
+                if found is not None and not budget.is_slim(found):
                     return found
         return None
+
+    def informers(self) -> list[source.Informer]:
+        """Every dependent informer started so far (for the metrics)."""
+        with self._lock:
+            return [informer for group in self._informers.values() for informer in group]
 
     def caches(self, gvk: GVK) -> bool:
         """Whether a dependent watch of ``gvk`` runs (so its store can answer reads)."""
@@ -86,24 +100,34 @@ class DependentWatches:
         )
         if by_annotation and not resource.namespaced and not watch.watch_cluster_scoped_resources:
             return
+        keep = budget.Keep.of(
+            label_selector=watch.dependent_selector.to_query(),
+            child=resource.gvk,
+            cache_secrets=watch.cache_secrets,
+        )
         with self._lock:
             owners = self._owners.setdefault(resource.gvk, set())
             if owner.gvk in owners:
                 return
             owners.add(owner.gvk)
-            if resource.gvk in self._informers:
+            self._keeps[(resource.gvk, owner.gvk)] = keep
+            if (resource.gvk, keep) in self._started:
                 return
+            self._started.add((resource.gvk, keep))
+            transform = budget.transform(owner_kinds=frozenset(self._watches), keep=keep)
             informers = [
                 source.Informer(
                     client=self._client,
                     resource=resource,
                     namespace=namespace,
-                    handler=self._handler(resource.gvk),
+                    handler=self._handler(resource.gvk, keep),
                     log=log,
+                    label_selector=keep.label_selector,
+                    transform=transform,
                 )
                 for namespace in (self._namespaces if resource.namespaced else [None])
             ]
-            self._informers[resource.gvk] = informers
+            self._informers.setdefault(resource.gvk, []).extend(informers)
         log.info(
             "watching dependent kind", extra={"child": str(resource.gvk), "owner": str(owner.gvk)}
         )
@@ -125,7 +149,8 @@ class DependentWatches:
             group_kind in watch.watch_dependent_readiness for watch in self._watches.values()
         )
 
-    def _handler(self, child_gvk: GVK) -> source.Handler:
+    def _handler(self, child_gvk: GVK, keep: budget.Keep | None = None) -> source.Handler:
+        """Events of ``child_gvk``'s informers that cache as ``keep`` (None: any) → owners."""
         group_kind = child_gvk.group_kind
 
         def handle(event: predicate.Event) -> None:
@@ -138,7 +163,11 @@ class DependentWatches:
             if event.type is predicate.EventType.MODIFIED and self._is_own_write(event.obj):
                 return  # the echo of a write a run just made; reconciling again would loop
             with self._lock:
-                owner_kinds = list(self._owners.get(child_gvk, ()))
+                owner_kinds = [
+                    gvk
+                    for gvk in self._owners.get(child_gvk, ())
+                    if keep is None or self._keeps.get((child_gvk, gvk)) == keep
+                ]
             failed: Exception | None = None
             for owner_gvk in owner_kinds:
                 enqueue = self._enqueue_for.get(owner_gvk)
@@ -164,9 +193,23 @@ class DependentWatches:
                     # A cluster-scoped owner's key has no namespace part. A readiness
                     # change continues the owner's earlier run, as its requeue_after would:
                     # it waits behind new and changed objects (resync priority).
+                    meta = event.obj.get("metadata") or {}
+                    why = trigger.dependent(
+                        kind=child_gvk.kind,
+                        namespace=meta.get("namespace") or "",
+                        name=meta.get("name") or "",
+                        change=(
+                            "readiness"
+                            if not changed
+                            else "deleted"
+                            if event.type is predicate.EventType.DELETED
+                            else "changed"
+                        ),
+                    )
                     enqueue(
                         key if namespaced else ObjectKey(key.rpartition("/")[2]),
                         workqueue.Priority.EVENT if changed else workqueue.Priority.RESYNC,
+                        why,
                     )
             if failed is not None:
                 raise failed  # the informer logs it once, naming the child

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from runner.kube.types import GVK, KubeObject
+from runner.queue import trigger
 
 
 class EventType(Enum):
@@ -102,6 +103,25 @@ def primary(
         )
 
     return accept
+
+
+def cause(event: Event) -> trigger.Trigger:
+    """Why a primary event that passed :func:`primary` asks for a run (the run's trigger)."""
+    if event.initial:
+        return trigger.Trigger(trigger.Kind.RESTART, "first sight after start-up")
+    if event.type is EventType.ADDED:
+        return trigger.Trigger(trigger.Kind.CREATED)
+    if event.type is EventType.DELETED:
+        return trigger.Trigger(trigger.Kind.DELETED)
+    if deletion_started(event):
+        return trigger.Trigger(trigger.Kind.DELETING)
+    generation = _meta(event.obj).get("generation")
+    if generation_changed(event):
+        detail = f"generation {generation}" if generation else "no generation: any update"
+        return trigger.Trigger(trigger.Kind.GENERATION, detail)
+    if annotations_changed(event):
+        return trigger.Trigger(trigger.Kind.ANNOTATION)
+    return trigger.OTHER
 
 
 def controller_annotation(key: str) -> bool:

@@ -8,7 +8,10 @@ diffs the store against the fresh list and emits the differences — including
 deletions that happened while it was disconnected — so no change is lost.
 
 Events go to a handler (the controller's enqueue, after predicates). The store
-doubles as a read cache for reconciles.
+doubles as a read cache for reconciles. A ``transform`` (dependent informers':
+:mod:`runner.watch.budget`) trims each object before it is stored and handled, or
+keeps it out of the store; lists are read in pages. Once synced, an informer logs
+what it holds ("informer synced": objects, approximate bytes).
 
 One object never blinds an informer. An object that cannot be decoded (nested
 deeper than ``json.loads`` goes, see :mod:`runner.kube.decode`) — in a LIST or
@@ -37,6 +40,7 @@ from runner.kube import decode
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client, Query
 from runner.kube.types import KubeObject, ObjectKey, Resource, WatchEvent, make_key, object_key
+from runner.watch import budget
 from runner.watch.predicate import Event, EventType
 
 Handler = Callable[[Event], None]
@@ -66,6 +70,7 @@ class Informer:
         log: logging.Logger | logging.LoggerAdapter[logging.Logger],
         label_selector: str = "",
         on_rejected: OnRejected | None = None,
+        transform: budget.Transform | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -73,6 +78,7 @@ class Informer:
         self.label_selector = label_selector
         self._handler = handler
         self._on_rejected = on_rejected
+        self._transform = transform
         self._log = log
         self._store: dict[ObjectKey, KubeObject] = {}
         self._lock = threading.Lock()
@@ -105,6 +111,12 @@ class Informer:
     def get(self, key: ObjectKey) -> KubeObject | None:
         with self._lock:
             return self._store.get(key)
+
+    def held(self) -> budget.Held:
+        """What the store holds now (for the log and the metrics)."""
+        with self._lock:
+            stored = list(self._store.values())
+        return budget.measure(stored)
 
     # -- loop -------------------------------------------------------------
 
@@ -164,25 +176,27 @@ class Informer:
 
     def _relist(self) -> None:
         self._touch()
-        listing = self.client.list_objects(
-            self.resource.path(namespace=self.namespace), query=self._query()
-        )
         api_version = self.resource.gvk.api_version
         fresh: dict[ObjectKey, KubeObject] = {}
-        for item in listing.items:
-            try:
-                # List items carry no apiVersion/kind; restore them so handlers see whole objects.
-                item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", self.resource.gvk.kind)
-                fresh[object_key(item)] = item
-            except Exception as exc:  # not an object with metadata: skip it, not the list
-                self._unhandled(item, event="LIST", exc=exc)
         rejected: set[ObjectKey] = set()
-        for bad in listing.rejected:
-            key = self._reject(bad, event="LIST")
-            if key is not None:
-                rejected.add(key)
-                fresh.pop(key, None)
+        path = self.resource.path(namespace=self.namespace)
+        for listing in budget.pages(self.client, path, query=self._query()):
+            self._touch()
+            for item in listing.items:
+                try:
+                    # List items carry no apiVersion/kind; restore them so handlers see them whole.
+                    item.setdefault("apiVersion", api_version)
+                    item.setdefault("kind", self.resource.gvk.kind)
+                    key, kept = object_key(item), self._kept(item)
+                    if kept is not None:
+                        fresh[key] = kept
+                except Exception as exc:  # not an object with metadata: skip it, not the list
+                    self._unhandled(item, event="LIST", exc=exc)
+            for bad in listing.rejected:
+                bad_key = self._reject(bad, event="LIST")
+                if bad_key is not None:
+                    rejected.add(bad_key)
+                    fresh.pop(bad_key, None)
         # Only objects still undecodable stay remembered.
         self._rejected = {k: v for k, v in self._rejected.items() if k in rejected}
         with self._lock:
@@ -199,7 +213,17 @@ class Informer:
             # A rejected object still exists: it was not deleted, only became unreadable.
             if key not in fresh and key not in rejected:
                 self._emit(Event(EventType.DELETED, obj, initial=initial))
+        if initial:
+            held = budget.measure(fresh.values())
+            fields: dict[str, object] = {"kind": self.resource.gvk.kind}
+            fields["group"] = self.resource.gvk.group
+            fields |= {"objects": held.objects, "bytes": held.bytes}
+            self._log.info("informer synced", extra={**self._ident(), **fields})
         self.synced.set()
+
+    def _kept(self, obj: KubeObject) -> KubeObject | None:
+        """What the store keeps of ``obj`` (None: nothing), as the transform decides."""
+        return obj if self._transform is None else self._transform(obj)
 
     def _watch(self) -> Iterator[WatchEvent | decode.Rejected]:
         query: Query = {
@@ -233,10 +257,11 @@ class Informer:
         if kind == "BOOKMARK":
             return
         try:
-            key = object_key(obj)
+            key, kept = object_key(obj), self._kept(obj)
+            obj = obj if kept is None else kept  # handlers see what the store holds
             with self._lock:
                 previous = self._store.get(key)
-                if kind == "DELETED":
+                if kind == "DELETED" or kept is None:
                     self._store.pop(key, None)
                 else:
                     self._store[key] = obj

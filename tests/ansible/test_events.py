@@ -160,7 +160,7 @@ RUN = (
 def test_tasks_level_logs_task_starts_debug_output_and_failures() -> None:
     handler = logged(events.LogEvents.TASKS, *RUN)
     info = [r for r in handler.records if r.levelno >= logging.INFO]
-    assert [r.getMessage() for r in info] == ["task started", "debug", "task failed"]
+    assert [r.getMessage() for r in info] == ["[playbook task start]", "debug", "task failed"]
     finished = [r for r in handler.records if r.levelno == logging.DEBUG]
     assert [(r.getMessage(), r.__dict__["task"]) for r in finished] == [("task ok", "Create it")]
     started, debug, failed = info

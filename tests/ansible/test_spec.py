@@ -49,4 +49,5 @@ def test_spec_ident_must_name_an_artifact_dir(ident: str) -> None:
 
 
 def test_log_events_take_operator_sdk_flag_values() -> None:
-    assert [e.value for e in launch.LogEvents] == ["Tasks", "Everything", "Nothing"]
+    # operator-sdk's three, then ours (make run's default).
+    assert [e.value for e in launch.LogEvents] == ["Tasks", "Everything", "Nothing", "Changes"]

@@ -100,8 +100,16 @@ def test_every_upstream_flag_is_accepted(flag: str, value: str | None) -> None:
         ),
         pytest.param(("--zap-devel",), "log_format", logs.LogFormat.CONSOLE, id="devel-fmt"),
         pytest.param(("--zap-devel",), "log_level", logging.DEBUG, id="devel-level"),
+        # No stack trace on warnings, unlike controller-runtime's devel mode (issue 21).
+        pytest.param(("--zap-devel",), "log_stacktrace_level", None, id="devel-stacktrace"),
         pytest.param(
-            ("--zap-devel",), "log_stacktrace_level", logging.WARNING, id="devel-stacktrace"
+            ("--zap-devel",), "ansible_log_events", options.LogEvents.CHANGES, id="devel-events"
+        ),
+        pytest.param(
+            ("--zap-devel", "--ansible-log-events=Tasks"),
+            "ansible_log_events",
+            options.LogEvents.TASKS,
+            id="devel-events-given",
         ),
         pytest.param(
             ("--zap-devel", "--zap-encoder=json"),

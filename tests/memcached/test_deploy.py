@@ -89,38 +89,51 @@ def kubectl_as(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]
 
 
 @pytest.mark.parametrize(
-    ("verb", "resource", "allowed"),
+    ("verb", "resource", "allowed", "subresource"),
     [
-        pytest.param("create", "deployments.apps", True, id="create-deployments"),
-        pytest.param("patch", "memcacheds.cache.example.com/status", True, id="patch-status"),
-        pytest.param("create", "leases.coordination.k8s.io", True, id="leases-in-system-namespace"),
+        pytest.param("create", "deployments.apps", True, "", id="create-deployments"),
+        pytest.param("patch", "memcacheds.cache.example.com", True, "status", id="patch-status"),
+        pytest.param("patch", "memcacheds.cache.example.com", False, "", id="no-patch-spec"),
         pytest.param(
-            "create", "tokenreviews.authentication.k8s.io", True, id="metrics-tokenreviews"
+            "create", "leases.coordination.k8s.io", True, "", id="leases-in-system-namespace"
         ),
         pytest.param(
-            "create", "subjectaccessreviews.authorization.k8s.io", True, id="metrics-accessreviews"
-        ),
-        pytest.param("create", "poddisruptionbudgets.policy", True, id="create-pdbs"),
-        pytest.param("delete", "poddisruptionbudgets.policy", True, id="delete-pdbs"),
-        pytest.param(
-            "create", "horizontalpodautoscalers.autoscaling", True, id="create-autoscalers"
+            "create", "tokenreviews.authentication.k8s.io", True, "", id="metrics-tokenreviews"
         ),
         pytest.param(
-            "delete", "horizontalpodautoscalers.autoscaling", True, id="delete-autoscalers"
+            "create",
+            "subjectaccessreviews.authorization.k8s.io",
+            True,
+            "",
+            id="metrics-accessreviews",
         ),
-        pytest.param("create", "events", True, id="create-events"),
-        pytest.param("delete", "deployments.apps", False, id="no-delete-deployments"),
-        pytest.param("delete", "services", False, id="no-delete-services"),
-        pytest.param("update", "horizontalpodautoscalers.autoscaling", False, id="no-update-hpa"),
-        pytest.param("get", "secrets", False, id="no-secrets"),
-        pytest.param("create", "pods", False, id="no-create-pods"),
-        pytest.param("create", "clusterroles.rbac.authorization.k8s.io", False, id="no-rbac"),
+        pytest.param("create", "poddisruptionbudgets.policy", True, "", id="create-pdbs"),
+        pytest.param("delete", "poddisruptionbudgets.policy", True, "", id="delete-pdbs"),
+        pytest.param(
+            "create", "horizontalpodautoscalers.autoscaling", True, "", id="create-autoscalers"
+        ),
+        pytest.param(
+            "delete", "horizontalpodautoscalers.autoscaling", True, "", id="delete-autoscalers"
+        ),
+        pytest.param("create", "events", True, "", id="create-events"),
+        pytest.param("delete", "deployments.apps", False, "", id="no-delete-deployments"),
+        pytest.param("delete", "services", False, "", id="no-delete-services"),
+        pytest.param(
+            "update", "horizontalpodautoscalers.autoscaling", False, "", id="no-update-hpa"
+        ),
+        pytest.param("get", "secrets", False, "", id="no-secrets"),
+        pytest.param("create", "pods", False, "", id="no-create-pods"),
+        pytest.param("create", "clusterroles.rbac.authorization.k8s.io", False, "", id="no-rbac"),
     ],
 )
 def test_manager_rbac_is_least_privilege(
-    manager_kubeconfig: Path, verb: str, resource: str, allowed: bool
+    manager_kubeconfig: Path, verb: str, resource: str, allowed: bool, subresource: str
 ) -> None:
-    answer = kubectl_as(manager_kubeconfig, "auth", "can-i", verb, resource, "-n", SYSTEM_NAMESPACE)
+    # `can-i patch x/status` would ask about an object named "status": --subresource says it.
+    sub = [f"--subresource={subresource}"] if subresource else []
+    answer = kubectl_as(
+        manager_kubeconfig, "auth", "can-i", verb, resource, *sub, "-n", SYSTEM_NAMESPACE
+    )
     seen = answer.stdout.strip()
     assert seen == ("yes" if allowed else "no"), (
         f"can-i {verb} {resource}: expected allowed={allowed}, saw {seen!r} {answer.stderr}"

@@ -79,7 +79,7 @@ def test_sigterm_lets_the_running_reconcile_finish(
         PROBE, probe("g", namespace, {"message": "m", "slowSeconds": 4}), namespace=namespace
     )
     operator.eventually(
-        lambda: operator.logged("task started", task="Take a while"),
+        lambda: operator.logged("[playbook task start]", task="Take a while"),
         describe="the slow task to start",
     )
     assert operator._proc is not None

@@ -64,7 +64,8 @@ def _add_item(text: str, *, marker: str, item: str, path: str) -> str:
     return _insert(text, marker=marker, block=f"  - {item}\n", path=path)
 
 
-def _values(*, made: project.Project, api: names.Resource, content: str) -> dict[str, str]:
+def values(*, made: project.Project, api: names.Resource, content: str) -> dict[str, str]:
+    """The placeholders of the ``api/`` (and ``webhook/``) templates for ``api``."""
     return {
         "project_name": made.name,
         "group": api.group,
@@ -112,24 +113,24 @@ def plan(*, made: project.Project, api: names.Resource, role: bool, playbook: bo
         raise ScaffoldError("nothing to generate: give --generate-role or --generate-playbook")
     root = made.root
     content = f"playbook: playbooks/{api.singular}.yml" if playbook else f"role: {api.singular}"
-    values = _values(made=made, api=api, content=content)
+    filled = values(made=made, api=api, content=content)
     new: dict[str, str] = {}
     if role:
         for template in templates.tree("api/role"):
             new[f"roles/{api.singular}/{template}"] = templates.render(
-                f"api/role/{template}", values
+                f"api/role/{template}", filled
             )
     if playbook:
         source = "api/playbook_role.yml" if role else "api/playbook.yml"
-        new[f"playbooks/{api.singular}.yml"] = templates.render(source, values)
-    new[f"config/crd/bases/{crd_file(api)}"] = templates.render("api/crd.yaml", values)
-    new[f"config/samples/{sample_file(api)}"] = templates.render("api/sample.yaml", values)
+        new[f"playbooks/{api.singular}.yml"] = templates.render(source, filled)
+    new[f"config/crd/bases/{crd_file(api)}"] = templates.render("api/crd.yaml", filled)
+    new[f"config/samples/{sample_file(api)}"] = templates.render("api/sample.yaml", filled)
     for which in ("editor", "viewer"):
         new[f"config/rbac/{api.singular}_{which}_role.yaml"] = templates.render(
-            f"api/{which}_role.yaml", values
+            f"api/{which}_role.yaml", filled
         )
     new[f"molecule/default/tasks/{api.singular}_test.yml"] = templates.render(
-        "api/molecule_test.yml", values
+        "api/molecule_test.yml", filled
     )
     in_the_way = sorted(p for p in new if (root / p).exists())
     if role and (root / "roles" / api.singular).exists():
@@ -147,8 +148,8 @@ def plan(*, made: project.Project, api: names.Resource, role: bool, playbook: bo
             raise ScaffoldError(f"{path}: cannot be read ({exc}); nothing was written") from exc
         return Change(path=path, text=edit(text), created=False)
 
-    watch = templates.render("api/watch.yaml", values)
-    rules = templates.render("api/rules.yaml", values)
+    watch = templates.render("api/watch.yaml", filled)
+    rules = templates.render("api/rules.yaml", filled)
     edits = [
         edited(
             "watches.yaml",

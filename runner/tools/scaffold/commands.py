@@ -1,4 +1,5 @@
-"""The authoring subcommands of ``playbook-operator``: ``init`` and ``create api``.
+"""The authoring subcommands of ``playbook-operator``: ``init``, ``create api`` and
+``create webhook``.
 
 Outside the runtime flow (watch → queue → reconcile → ansible → status): they write a
 project's files and exit; ``runner.cli`` only hands them its subparsers
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runner.tools.scaffold import api, project
+from runner.tools.scaffold import api, project, webhook
 from runner.tools.scaffold.errors import ConflictError, ScaffoldError
 
 _PROG = "playbook-operator"
@@ -47,9 +48,30 @@ def _create_api(args: argparse.Namespace) -> int:
     return 0
 
 
+def _create_webhook(args: argparse.Namespace) -> int:
+    webhook.create(
+        root=Path.cwd(),
+        group=args.group,
+        version=args.version,
+        kind=args.kind,
+        validation=args.programmatic_validation,
+        defaulting=args.defaulting,
+        out=print,
+    )
+    print(webhook.next_steps(group=args.group, version=args.version, kind=args.kind))
+    return 0
+
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "init": _init,
+    "create api": _create_api,
+    "create webhook": _create_webhook,
+}
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the parsed authoring command; 0 when done or already done, 1 when refused."""
-    handler = _create_api if args.scaffold == "create api" else _init
+    handler = _HANDLERS[args.scaffold]
     try:
         return handler(args)
     except ConflictError as exc:
@@ -65,7 +87,7 @@ def add_commands(
     *,
     boolean: Callable[[str], bool],
 ) -> None:
-    """Add ``init`` and ``create api`` to the command's subparsers."""
+    """Add ``init``, ``create api`` and ``create webhook`` to the command's subparsers."""
     init = commands.add_parser(
         "init",
         help="write a new operator project into the current (empty) directory",
@@ -109,3 +131,26 @@ def add_commands(
         help="namespaced kind (default true; --namespaced=false: cluster-scoped)",
     )
     new_api.set_defaults(scaffold="create api")
+    new_webhook = what.add_parser(
+        "webhook",
+        help="add admission webhooks for a kind: roles, watches.yaml keys, config/webhook",
+        allow_abbrev=False,
+    )
+    new_webhook.add_argument(
+        "--group", required=True, help="the kind's API group, without the domain"
+    )
+    new_webhook.add_argument("--version", required=True, help="the kind's API version")
+    new_webhook.add_argument("--kind", required=True, help="the kind (it must have an API)")
+    new_webhook.add_argument(
+        "--programmatic-validation",
+        default=False,
+        **flag_bool,
+        help="a validating webhook: roles/<kind>_validate and watches.yaml validation:",
+    )
+    new_webhook.add_argument(
+        "--defaulting",
+        default=False,
+        **flag_bool,
+        help="a defaulting (mutating) webhook: roles/<kind>_default and watches.yaml mutation:",
+    )
+    new_webhook.set_defaults(scaffold="create webhook")

@@ -56,7 +56,8 @@ def stderr(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
     monkeypatch.setattr(sys, "stderr", stream)
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
-    logs.setup(fmt=logs.LogFormat.JSON, level=logging.DEBUG)
+    # logr's V(2) (--zap-log-level=2): where a task's whole output ("ansible output") shows.
+    logs.setup(fmt=logs.LogFormat.JSON, level=logging.DEBUG - 1)
     yield stream
     root.handlers[:] = handlers
     root.setLevel(level)

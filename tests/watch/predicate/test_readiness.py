@@ -153,7 +153,7 @@ def _registry(*, readiness: frozenset[str]) -> tuple[dependents.DependentWatches
         )
 
     def enqueue_as(gvk: GVK) -> dependents.Enqueue:
-        def enqueue(key: ObjectKey, priority: workqueue.Priority) -> None:
+        def enqueue(key: ObjectKey, priority: workqueue.Priority, why: object) -> None:
             heard.append(f"{gvk.kind} {key} {priority.name}")
 
         return enqueue

@@ -1,0 +1,217 @@
+"""A restart without a storm: what restarting the runner costs with many settled CRs.
+
+    .venv/bin/python -m bench.restart_storm [--count 200] [--window 120] [--json FILE]
+
+On the embedded cluster, ``--count`` Memcacheds of one pod (``bench/common.py``'s private
+group, pods on a kwok pool of their own: ``testkit/pool.py``) are created and left to
+settle under one runner. That runner is stopped, then a new one (a fresh runner dir, as
+after a pod restart) is started twice in a row, each time until quiet:
+
+- ``window 0``: ``--startup-resync-window=0``, every CR run at once (ansible-operator);
+- ``window W``: ``--startup-resync-window=W``, unchanged CRs spread over the window.
+
+For each start: CPU-seconds of the runner's process tree (runner, launchers, Ansible) in
+the first ``--first`` seconds and until quiet, Ansible runs, the time until quiet (no run
+for 10 s, after the window), and the latency of two CRs touched right after the runner
+is ready: a new one and one whose spec changed, each until Successful at its generation.
+The issue's figure is 1000 CRs; 200 is the default so that it fits a shared 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import devcluster
+from bench import common, memcached_scale
+from runner.kube import client as kube_client
+from testkit import pool
+from testkit.harness import OperatorProcess
+
+QUIET = 10.0  # seconds without a run that count as quiet
+
+
+def runner(
+    *, cluster: devcluster.Cluster, workdir: Path, namespace: str, watches: str, env: dict[str, str]
+) -> OperatorProcess:
+    workdir.mkdir()
+    return OperatorProcess(
+        workdir=workdir,
+        kubeconfig=Path(cluster.kubeconfig),
+        namespace=namespace,
+        watches=watches,
+        args=("--log-level=info",),
+        env=env,
+    )
+
+
+def latency(
+    client: kube_client.Client, workload: common.Workload, namespace: str, name: str, since: float
+) -> float:
+    """Seconds from ``since`` until ``name`` is Successful at its generation."""
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        obj = client.get(workload.gvk, name=name, namespace=namespace)
+        if common.at_generation(obj) and common.pods_reported(obj):
+            return round(time.monotonic() - since, 1)
+        time.sleep(0.5)
+    raise TimeoutError(f"{name} not converged within 900 s")
+
+
+def restart(
+    operator: OperatorProcess,
+    *,
+    client: kube_client.Client,
+    workload: common.Workload,
+    namespace: str,
+    node: str,
+    label: str,
+    first: float,
+    window: float,
+) -> dict[str, Any]:
+    operator.command.append(f"--startup-resync-window={window:g}s")
+    began = time.monotonic()
+    operator.start()
+    ready = time.monotonic()
+    pid = memcached_scale.operator_pid(operator)
+    # Right after ready: a new CR and a changed one, which must not wait behind the others.
+    client.create(
+        workload.gvk,
+        workload.obj(
+            f"new-{label}",
+            namespace,
+            size=1,
+            version=memcached_scale.OLD,
+            **pool.placement(node),
+        ),
+        namespace=namespace,
+    )
+    client.patch(
+        workload.gvk,
+        name="memcached-0000",
+        namespace=namespace,
+        body={"spec": {"size": 2 if label == "w0" else 1}},
+    )
+    new_s = latency(client, workload, namespace, f"new-{label}", ready)
+    changed_s = latency(client, workload, namespace, "memcached-0000", ready)
+    remaining = first - (time.monotonic() - began)
+    if remaining > 0:
+        time.sleep(remaining)
+    cpu_first = common.cpu_seconds(pid)
+    runs_first = operator.runs()
+    common.settle(operator.runs, quiet=QUIET, timeout=window + 1800)
+    quiet_at = time.monotonic() - QUIET
+    return {
+        "window_s": window,
+        "ready_s": round(ready - began, 1),
+        f"cpu_s_first_{first:g}s": round(cpu_first, 1),
+        f"runs_first_{first:g}s": runs_first,
+        "cpu_s_until_quiet": round(common.cpu_seconds(pid), 1),
+        "runs_until_quiet": operator.runs(),
+        "quiet_after_s": round(quiet_at - began, 1),
+        "new_cr_latency_s": new_s,
+        "changed_cr_latency_s": changed_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=200, help="Memcached CRs (default 200)")
+    parser.add_argument("--window", type=float, default=120, help="seconds (default 120)")
+    parser.add_argument("--first", type=float, default=60, help="CPU measured in these seconds")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    cluster, client = common.connect()
+    namespace = common.create_namespace(client, f"bench-{int(time.time()) % 100000}-restart")
+    figures: dict[str, Any] = {"count": args.count}
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-restart-") as tmp,
+        pool.node_pool(cluster, client, workdir=Path(tmp), cidr="10.249.0.0/16") as node,
+    ):
+        workdir = Path(tmp)
+        workload = common.memcached(workdir)
+        memcached_scale.install(client, workload)
+        watches = memcached_scale.watches(workload)
+        env = {"ANSIBLE_ROLES_PATH": str(workload.roles_dir), "ANSIBLE_GATHERING": "explicit"}
+        names = [f"memcached-{i:04d}" for i in range(args.count)]
+        operators: list[OperatorProcess] = []
+        try:
+            settler = runner(
+                cluster=cluster,
+                workdir=workdir / "settle",
+                namespace=namespace,
+                watches=watches,
+                env=env,
+            )
+            operators.append(settler)
+            settler.start()
+            started = time.monotonic()
+            for name in names:
+                obj = workload.obj(
+                    name, namespace, size=1, version=memcached_scale.OLD, **pool.placement(node)
+                )
+                client.create(workload.gvk, obj, namespace=namespace)
+            memcached_scale.wait_all(
+                client,
+                workload,
+                namespace,
+                lambda obj: common.at_generation(obj) and common.pods_reported(obj),
+                count=args.count,
+                timeout=3600,
+            )
+            common.settle(settler.runs, quiet=QUIET, timeout=1800)
+            figures["settle_s"] = round(time.monotonic() - started, 1)
+            figures["settle_runs"] = settler.runs()
+            items = client.list(workload.gvk, namespace=namespace)["items"]
+            figures["recorded"] = sum(
+                1 for obj in items if (obj.get("status") or {}).get("reconciledChildren")
+            )
+            settler.stop()
+            for label, window in (("w0", 0.0), ("w", args.window)):
+                operator = runner(
+                    cluster=cluster,
+                    workdir=workdir / f"restart-{label}",
+                    namespace=namespace,
+                    watches=watches,
+                    env=env,
+                )
+                operators.append(operator)
+                figures[f"restart_window_{window:g}s"] = restart(
+                    operator,
+                    client=client,
+                    workload=workload,
+                    namespace=namespace,
+                    node=node,
+                    label=label,
+                    first=args.first,
+                    window=window,
+                )
+                operator.stop()
+                print(figures, flush=True)
+        finally:
+            for operator in operators:
+                operator.stop()
+            with contextlib.suppress(Exception):
+                common.delete_namespaces(client, [namespace])
+                deadline = time.monotonic() + 180
+                while (
+                    time.monotonic() < deadline
+                    and client.list(memcached_scale.POD, namespace=namespace)["items"]
+                ):
+                    time.sleep(2)
+    print(figures)
+    common.dump(args.json, figures)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

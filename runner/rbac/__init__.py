@@ -1,0 +1,17 @@
+"""The RBAC an operator needs, learned from what its runs and the runtime asked for.
+
+``rules`` maps a request to the verb it needs and folds uses into rules in
+kubebuilder's order; ``record`` keeps, per watch and bounded, what was used and
+what the API server denied (and in which task); ``runtime`` names the runtime's
+own needs (informers, status, Events, Leases). The proxy, the watches, the
+reconciler and the manager feed the record; ``GET /debug/rbac`` and
+``playbook-operator rbac`` (:mod:`runner.tools.rbac`) read it.
+
+A low layer: imports only :mod:`runner.kube` (and the standard library), so every
+stage above may call it.
+"""
+
+from runner.rbac.record import Denial, Record, needs_message
+from runner.rbac.rules import Rule, Use, rules_of, use_of
+
+__all__ = ["Denial", "Record", "Rule", "Use", "needs_message", "rules_of", "use_of"]

@@ -1,0 +1,13 @@
+"""``playbook-operator rbac``: the least-privilege RBAC of an operator, from what it used.
+
+``sample`` runs the role once per sample CR in preview's check mode with a
+recording proxy; ``derive`` turns a record (that one, or a running runner's
+``GET /debug/rbac``) into rules in kubebuilder's order and compares them with
+``config/rbac/role.yaml``; ``command`` turns the subcommand's flags into output and,
+with ``--write``, the role file. Reaches the runtime only through its RBAC record
+(:mod:`runner.rbac`), proxy, Ansible and configuration; the runtime never imports it.
+"""
+
+from runner.tools.rbac.command import main
+
+__all__ = ["main"]

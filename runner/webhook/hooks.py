@@ -1,0 +1,275 @@
+"""One admission run: the kind's webhook role over the request's object, and its verdict.
+
+The middle of one webhook call (see :mod:`runner.webhook`): the request decoded by
+:mod:`runner.webhook.review` becomes the extra vars a reconcile of the object would
+get (:func:`runner.ansible.extravars.build`, with the watch's CR-trust settings) plus
+``ansible_operator_admission`` (operation, old_object, user_info, dry_run, uid); the
+role runs through the runtime's :class:`~runner.ansible.launch.AnsibleRunner` (warm
+launchers, cold when one is down) against a read-only proxy session, in a private
+data dir of its own that is removed afterwards.
+
+The verdict:
+
+- the play succeeded: allowed, with the ``playbook_operator.util.admission`` module's
+  warnings and, for a mutation, the JSONPatch from its ``object`` (or its ``patch``);
+- a task failed: denied (403) with that task's message (``assert``'s ``fail_msg``);
+- the role could not run (a syntax error, a missing role, a launch error) or ran past
+  its timeout (killed): the hook's failure policy — ``Fail`` denies with the reason,
+  ``Ignore`` allows with the reason as a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from runner.ansible import extravars, launch
+from runner.base import errors, logs
+from runner.config import admission, options, watches
+from runner.kube.types import KubeObject
+from runner.webhook import review
+
+log = logging.getLogger("runner.webhook")
+
+ADMISSION_VAR = "ansible_operator_admission"
+#: The ``admission`` module under the names a task may use for it.
+ADMISSION_ACTIONS = frozenset({"admission", "playbook_operator.util.admission"})
+#: Where webhook runs' private data dirs live, under --runner-dir (no group starts with ".").
+RUNS_DIR = ".webhook"
+#: Webhook runs are quiet whatever --ansible-verbosity says for reconciles: -vv costs a
+#: quarter of a one-task run's CPU, and a webhook answers within seconds. Failed tasks'
+#: messages and Ansible's errors are read all the same.
+WEBHOOK_VERBOSITY = 0
+#: The run is killed this much before the hook's timeout, so the answer still reaches
+#: an API server that waits exactly timeoutSeconds.
+_ANSWER_MARGIN = 0.5
+
+
+class Environment(Protocol):
+    """A read-only proxy session per run (:class:`runner.proxy.OwnerProxy`)."""
+
+    def for_owner(
+        self, owner_obj: KubeObject
+    ) -> contextlib.AbstractContextManager[Mapping[str, str]]: ...
+
+
+@dataclass(frozen=True)
+class Served:
+    """One path this runner answers: the hook and the watch of its kind."""
+
+    hook: admission.Hook
+    watch: watches.Watch
+
+
+def served(loaded: tuple[watches.Watch, ...] | list[watches.Watch]) -> dict[str, Served]:
+    """Every webhook of ``loaded``, by path."""
+    found: dict[str, Served] = {}
+    for watch in loaded:
+        for hook in (watch.validation, watch.mutation):
+            if hook is not None:
+                found[hook.path] = Served(hook=hook, watch=watch)
+    return found
+
+
+class Hooks:
+    """Answers admission requests by running the hooks' roles; safe from many threads."""
+
+    def __init__(
+        self,
+        *,
+        settings: options.Settings,
+        runner: launch.AnsibleRunner,
+        environment: Environment,
+        max_concurrent: int,
+        run_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.paths = served(settings.watches)
+        self._settings = settings
+        self._runner = runner
+        self._environment = environment
+        self._limit = max_concurrent
+        self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._run_env = run_env if run_env is not None else {}
+
+    def answer(self, served_hook: Served, request: review.Request) -> review.Verdict:
+        """The verdict on ``request``; never raises for what the role does."""
+        hook = served_hook.hook
+        if request.operation not in hook.operations:
+            return review.Verdict(allowed=True)  # not registered for this one: no opinion
+        rlog = logs.bind(
+            log,
+            webhook=hook.path,
+            uid=request.uid,
+            operation=request.operation,
+            namespace=request.namespace,
+            name=request.name,
+        )
+        # Waiting for a slot eats into the API server's patience: at most half of it.
+        if not self._slots.acquire(timeout=hook.timeout_seconds / 2):
+            return _failed(hook, f"webhook busy: more than {self._limit} runs at once")
+        try:
+            result, answers = self._run(served_hook, request, log=rlog)
+        except errors.AnsibleLaunchError as exc:
+            rlog.error("webhook role could not start", extra={"error": str(exc)})
+            return _failed(hook, f"webhook role could not start: {exc}")
+        except Exception:
+            # A full disk, a bug: the request still gets the hook's policy, not a bare 500.
+            rlog.exception("webhook run failed")
+            return _failed(hook, "webhook run failed inside the runner (see its log)")
+        finally:
+            self._slots.release()
+        return verdict(hook, request=request, result=result, answers=answers, log=rlog)
+
+    def _run(
+        self, served_hook: Served, request: review.Request, *, log: logs.BoundLogger
+    ) -> tuple[launch.RunResult, list[Mapping[str, Any]]]:
+        hook, watch = served_hook.hook, served_hook.watch
+        obj = request.obj if request.obj is not None else request.old
+        assert obj is not None  # review.decode refuses a request with neither
+        built = extravars.build(
+            obj=obj,
+            snake_case=watch.snake_case_parameters,
+            mark_unsafe=watch.mark_unsafe,
+            watch_vars={**watch.vars, **hook.vars},
+            finalizer_vars=None,
+            allow_ansible_vars=watch.allow_ansible_vars_from_spec,
+        )
+        variables = dict(built.variables)
+        variables[ADMISSION_VAR] = _admission_var(request, watch=watch)
+        answers: list[Mapping[str, Any]] = []
+
+        def collect(event: Mapping[str, Any]) -> None:
+            data = event.get("event_data") or {}
+            if event.get("event") != "runner_on_ok":
+                return
+            if not ADMISSION_ACTIONS & {data.get("task_action"), data.get("resolved_action")}:
+                return
+            res = data.get("res")
+            if isinstance(res, Mapping) and isinstance(res.get("admission"), Mapping):
+                answers.append(res["admission"])
+
+        roles_path = ([hook.role.roles_path] if hook.role and hook.role.roles_path else []) + [
+            Path(p) for p in self._settings.ansible_roles_path
+        ]
+        parent = self._settings.runner_dir / RUNS_DIR
+        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+        try:
+            with self._environment.for_owner(_owner(obj, request=request)) as env:
+                spec = launch.RunSpec(
+                    ident=uuid.uuid4().hex[:16],
+                    private_data_dir=private,
+                    playbook=hook.playbook,
+                    role=hook.role.name if hook.role else None,
+                    roles_path=tuple(roles_path),
+                    extravars=variables,
+                    envvars={**self._run_env, **env},
+                    verbosity=WEBHOOK_VERBOSITY,
+                    cmdline=self._settings.ansible_args,
+                    rotate_artifacts=1,
+                    log_events=self._settings.ansible_log_events,
+                    collections_path=tuple(
+                        Path(p) for p in self._settings.ansible_collections_path
+                    ),
+                    timeout=max(0.5, hook.timeout_seconds - _ANSWER_MARGIN),
+                    on_event=collect,
+                )
+                return self._runner.run(spec, log=log), answers
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+
+
+def verdict(
+    hook: admission.Hook,
+    *,
+    request: review.Request,
+    result: launch.RunResult,
+    answers: Sequence[Mapping[str, Any]],
+    log: logs.BoundLogger,
+) -> review.Verdict:
+    """What a finished run means for the request (see the module doc)."""
+    if result.status == launch.TIMEOUT:
+        task = next((t.task for t in reversed(result.failed_tasks)), "ansible-playbook")
+        message = f"webhook role timed out after {hook.timeout_seconds}s in task {task!r}"
+        log.warning("webhook role timed out", extra={"task": task})
+        return _failed(hook, message)
+    if result.stats_missing:
+        first = result.failed_tasks[0].message if result.failed_tasks else result.status
+        log.error("webhook role could not run", extra={"error": first})
+        return _failed(hook, f"webhook role could not run: {first}")
+    warnings = tuple(str(w) for answer in answers for w in answer.get("warnings") or ())
+    if result.failed:
+        failed = result.failed_tasks[0]
+        log.info("denied", extra={"task": failed.task})
+        return review.Verdict(allowed=False, code=403, message=failed.message, warnings=warnings)
+    patch = None
+    if hook.kind is admission.Kind.MUTATION:
+        patch = _patch(request, answers)
+    return review.Verdict(allowed=True, patch=patch or None, warnings=warnings)
+
+
+def _patch(request: review.Request, answers: Sequence[Mapping[str, Any]]) -> list[Any] | None:
+    """The last object or patch the role gave, as a JSONPatch over the request's object."""
+    for answer in reversed(answers):
+        if isinstance(answer.get("patch"), list):
+            return list(answer["patch"])
+        if isinstance(answer.get("object"), Mapping) and request.obj is not None:
+            return review.diff(request.obj, answer["object"])
+    return None
+
+
+def _failed(hook: admission.Hook, message: str) -> review.Verdict:
+    """The hook's failure policy applied to an error (not a denial by the role)."""
+    if hook.failure_policy is admission.FailurePolicy.IGNORE:
+        return review.Verdict(allowed=True, warnings=(f"{message} (failurePolicy Ignore)",))
+    return review.Verdict(allowed=False, code=500, message=message)
+
+
+def _admission_var(request: review.Request, *, watch: watches.Watch) -> dict[str, Any]:
+    """``ansible_operator_admission``: CR data and user names are data, never templates."""
+    old = None
+    if request.old is not None:
+        # The same cleaning the object gets: no ``__ansible*`` keys, unsafe strings.
+        old = extravars.build(
+            obj=request.old,
+            snake_case=False,
+            mark_unsafe=watch.mark_unsafe,
+            watch_vars={},
+            finalizer_vars=None,
+        ).variables[extravars.object_key(watch.gvk)]
+    user_info = extravars.build(
+        obj={"apiVersion": "v1", "kind": "UserInfo", "spec": dict(request.user_info)},
+        snake_case=False,
+        mark_unsafe=True,
+        watch_vars={},
+        finalizer_vars=None,
+    ).variables["__userinfo_spec"]
+    return {
+        "operation": request.operation,
+        "old_object": old,
+        "user_info": user_info,
+        "dry_run": request.dry_run,
+        "uid": request.uid,
+    }
+
+
+def _owner(obj: KubeObject, *, request: review.Request) -> KubeObject:
+    """Who the run's proxy session is for: a CREATE's object has no uid (nor maybe a name)."""
+    meta = obj.get("metadata") or {}
+    return {
+        "apiVersion": obj.get("apiVersion", ""),
+        "kind": obj.get("kind", ""),
+        "metadata": {
+            "name": meta.get("name") or meta.get("generateName") or request.name or "new",
+            "namespace": meta.get("namespace") or request.namespace,
+            "uid": meta.get("uid") or request.uid,
+        },
+    }

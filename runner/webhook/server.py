@@ -1,0 +1,217 @@
+"""The webhook's HTTPS listener: AdmissionReviews in on ``--webhook-port``, verdicts out.
+
+The outer step of one webhook call (see :mod:`runner.webhook`). controller-runtime's
+conventions: port 9443, ``tls.crt`` and ``tls.key`` from ``--webhook-cert-dir``
+(``/tmp/k8s-webhook-server/serving-certs``), kubebuilder's paths
+(``/validate-<group>-<version>-<kind>``, ``/mutate-…``). Missing or unreadable
+certificates stop the runner at start-up, naming the directory; files that change
+later (cert-manager renews them in place) are loaded again within
+:data:`RELOAD_EVERY` seconds, and the old pair is kept if the new one does not load.
+
+Bounded as every listener of the runner (:mod:`runner.base.listener`): at most
+:data:`MAX_CONNECTIONS` connections, handshake and head timeouts, a body of at most
+3 MiB (the API server's own request limit), and twice ``--webhook-max-concurrent``
+workers: that many runs go at once (:class:`runner.webhook.hooks.Hooks` holds the
+limit), the rest wait briefly for a slot, never behind the reconcile queue.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import ssl
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from runner.base import errors, listener
+from runner.webhook import hooks, review
+
+log = logging.getLogger("runner.webhook")
+
+CERT, KEY = "tls.crt", "tls.key"
+RELOAD_EVERY = 5.0
+MAX_CONNECTIONS = 256
+MAX_BODY = 3 * 1024 * 1024
+
+
+class Answerer(Protocol):
+    """What the server serves (:class:`runner.webhook.hooks.Hooks`): paths and verdicts."""
+
+    @property
+    def paths(self) -> Mapping[str, hooks.Served]: ...
+
+    def answer(self, served_hook: hooks.Served, request: review.Request) -> review.Verdict: ...
+
+
+class Observer(Protocol):
+    """Counts requests (controller-runtime's ``controller_runtime_webhook_*``)."""
+
+    def webhook_started(self, webhook: str) -> None: ...
+
+    def webhook_finished(self, webhook: str, *, code: int, seconds: float) -> None: ...
+
+
+def tls_context(cert_dir: Path) -> ssl.SSLContext:
+    """A server context from ``cert_dir``; :class:`~runner.base.errors.ConfigError` if the
+    files are missing or do not load (controller-runtime stops likewise)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    _load(context, cert_dir)
+    return context
+
+
+def _load(context: ssl.SSLContext, cert_dir: Path) -> None:
+    cert, key = cert_dir / CERT, cert_dir / KEY
+    missing = [p.name for p in (cert, key) if not p.is_file()]
+    if missing:
+        raise errors.ConfigError(
+            f"--webhook-cert-dir={cert_dir}: {' and '.join(missing)} not found; the webhook "
+            "server needs a serving certificate (cert-manager, or make run's self-signed one)"
+        )
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise errors.ConfigError(
+            f"--webhook-cert-dir={cert_dir}: {CERT} and {KEY} do not load: {exc}"
+        ) from exc
+
+
+class WebhookServer:
+    """Serves the hooks of :class:`~runner.webhook.hooks.Hooks` over HTTPS."""
+
+    def __init__(
+        self,
+        *,
+        answerer: Answerer,
+        port: int,
+        cert_dir: Path,
+        max_concurrent: int,
+        observer: Observer | None = None,
+        host: str = "0.0.0.0",
+    ) -> None:
+        self._hooks = answerer
+        self._observer = observer
+        self._cert_dir = cert_dir
+        self._context = tls_context(cert_dir)
+        self._stamp = _stamp(cert_dir)
+        self._certs_ok = True
+        limits = listener.Limits(
+            max_connections=MAX_CONNECTIONS,
+            workers=2 * max_concurrent,
+            body_timeout=10.0,
+            max_body=MAX_BODY,
+        )
+        try:
+            self._server = listener.Server(
+                (host, port),
+                app=listener.App(handle=self.handle, limits=limits),
+                name="webhook",
+                tls=self._context,
+            )
+        except OSError as exc:
+            problem = (
+                f"port {port} is already in use"
+                if exc.errno == errno.EADDRINUSE
+                else f"cannot listen on port {port}: {exc.strerror or exc}"
+            )
+            raise errors.ListenError(
+                flag="--webhook-port", address=str(port), problem=problem
+            ) from exc
+        self._stop = threading.Event()
+        self._reloader = threading.Thread(
+            target=self._reload_loop, name="webhook-certs", daemon=True
+        )
+        self._started = False
+
+    @property
+    def port(self) -> int:
+        return self._server.server_port
+
+    def start(self) -> None:
+        self._server.start()
+        self._reloader.start()
+        self._started = True
+        log.info(
+            "webhook server serving",
+            extra={
+                "port": self.port,
+                "paths": sorted(self._hooks.paths),
+                "cert_dir": str(self._cert_dir),
+            },
+        )
+
+    def ready(self) -> bool:
+        """Listening, with certificates that loaded (the latest files, or the kept pair)."""
+        return self._started and not self._stop.is_set() and self._certs_ok
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._server.shutdown()
+
+    # -- requests (on the listener's workers) ---------------------------------
+
+    def handle(self, request: listener.Request) -> listener.Response:
+        path = request.path
+        served = self._hooks.paths.get(path)
+        if served is None:
+            return listener.text(404, f"no webhook at {path}")
+        if request.method != "POST":
+            return listener.text(405, "POST an AdmissionReview")
+        started = time.monotonic()
+        if self._observer is not None:
+            self._observer.webhook_started(path)
+        code = 500
+        try:
+            answer = self._answer(served, request)
+            code = answer.status
+            return answer
+        finally:
+            if self._observer is not None:
+                self._observer.webhook_finished(path, code=code, seconds=time.monotonic() - started)
+
+    def _answer(self, served: hooks.Served, request: listener.Request) -> listener.Response:
+        try:
+            admission_request = review.decode(request.body)
+        except review.ReviewError as exc:
+            return listener.text(400, str(exc))
+        verdict = self._hooks.answer(served, admission_request)
+        return listener.Response(
+            200, review.encode(admission_request.uid, verdict), content_type="application/json"
+        )
+
+    # -- certificates -----------------------------------------------------------
+
+    def _reload_loop(self) -> None:
+        while not self._stop.wait(RELOAD_EVERY):
+            self.reload()
+
+    def reload(self) -> bool:
+        """Load the certificates again if their files changed; False if they did not load."""
+        stamp = _stamp(self._cert_dir)
+        if stamp == self._stamp:
+            return self._certs_ok
+        self._stamp = stamp
+        try:
+            _load(self._context, self._cert_dir)
+        except errors.ConfigError as exc:
+            # The pair loaded before still serves; readiness says something is wrong.
+            log.error("webhook certificates changed and do not load", extra={"error": str(exc)})
+            self._certs_ok = False
+            return False
+        log.info("webhook certificates reloaded", extra={"cert_dir": str(self._cert_dir)})
+        self._certs_ok = True
+        return True
+
+
+def _stamp(cert_dir: Path) -> tuple[tuple[int, int], ...]:
+    found = []
+    for name in (CERT, KEY):
+        try:
+            info = (cert_dir / name).stat()
+            found.append((info.st_mtime_ns, info.st_size))
+        except OSError:
+            found.append((0, 0))
+    return tuple(found)

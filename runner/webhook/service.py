@@ -1,0 +1,104 @@
+"""The webhook side of one runner: the read-only proxy, the hooks and the HTTPS server.
+
+What the manager wires in (:func:`build`) and starts on every replica — leader
+or not, sharded or not: admission answers never write, so any replica may give
+them. Built only when some watch has a ``validation:`` or ``mutation:`` entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+
+from runner import proxy
+from runner.ansible import launch
+from runner.config import options
+from runner.kube.client import Client
+from runner.kube.types import GVK, KubeObject
+from runner.webhook import hooks, server
+
+log = logging.getLogger("runner.webhook")
+
+#: Refused writes a long-running read-only proxy remembers (only the latest matter).
+_REFUSED_KEPT = 100
+
+
+class Webhooks:
+    """The proxy and the server of the runner's admission webhooks."""
+
+    def __init__(self, *, read_only: proxy.OwnerProxy, listener: server.WebhookServer) -> None:
+        self.proxy = read_only
+        self.server = listener
+
+    def start(self) -> None:
+        self.proxy.start()
+        self.server.start()
+
+    def ready(self) -> bool:
+        return self.server.ready()
+
+    def shutdown(self) -> None:
+        self.server.shutdown()
+        self.proxy.shutdown()
+
+
+def build(
+    *,
+    settings: options.Settings,
+    runner: launch.AnsibleRunner,
+    client: Client,
+    cache: proxy.CacheLookup | None,
+    caches: Callable[[GVK], bool],
+    observer: server.Observer | None,
+    run_env: Mapping[str, str],
+) -> Webhooks | None:
+    """The webhooks of ``settings.watches``; None when no watch has one.
+
+    Raises :class:`~runner.base.errors.ConfigError` when the certificates are missing
+    and :class:`~runner.base.errors.ListenError` when the port cannot be bound.
+    """
+    if not hooks.served(settings.watches):
+        return None
+    if not settings.enable_webhooks:
+        log.info("admission webhooks not served: ENABLE_WEBHOOKS=false")
+        return None
+    read_only = proxy.OwnerProxy(
+        client=client, inject_owner=False, read_only=True, cache=cache, caches=caches
+    )
+    try:
+        answerer = hooks.Hooks(
+            settings=settings,
+            runner=runner,
+            environment=_Bounded(read_only),
+            max_concurrent=settings.webhook_max_concurrent,
+            run_env=run_env,
+        )
+        listener = server.WebhookServer(
+            answerer=answerer,
+            port=settings.webhook_port,
+            host=settings.webhook_host or "0.0.0.0",
+            cert_dir=settings.webhook_cert_dir,
+            max_concurrent=settings.webhook_max_concurrent,
+            observer=observer,
+        )
+    except Exception:
+        read_only.shutdown()
+        raise
+    return Webhooks(read_only=read_only, listener=listener)
+
+
+class _Bounded:
+    """The read-only proxy's sessions, keeping only its latest refused writes: it lives as
+    long as the runner, and every refused write is remembered (preview reports them)."""
+
+    def __init__(self, read_only: proxy.OwnerProxy) -> None:
+        self._proxy = read_only
+
+    def for_owner(
+        self, owner_obj: KubeObject
+    ) -> contextlib.AbstractContextManager[Mapping[str, str]]:
+        refused = self._proxy.refused
+        if len(refused) > _REFUSED_KEPT:
+            del refused[: len(refused) - _REFUSED_KEPT]
+        return self._proxy.for_owner(owner_obj)
