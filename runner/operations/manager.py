@@ -426,12 +426,17 @@ class Manager:
         for use in uses:
             self.rbac.used(watch.gvk, use, source=rbac_rules.RUNTIME)
 
-    def _read_child(self, child: startup.Child) -> KubeObject | None:
+    def _read_child(self, child: startup.Child, owner: KubeObject) -> KubeObject | None:
+        """A child a CR's last successful run recorded, read at start-up; its kind is
+        watched from now on, as the run that touched it would have made it be, so a
+        change while the CR waits for its spread run still triggers one."""
         gvk = GVK.of({"apiVersion": child.api_version, "kind": child.kind})
         try:
-            return self.client.get(gvk, name=child.name, namespace=child.namespace or None)
+            live = self.client.get(gvk, name=child.name, namespace=child.namespace or None)
         except kube_errors.NotFoundError:
             return None
+        self._on_child(ownership.Owner.of(owner), self.client.resource(gvk), live)
+        return live
 
     def _on_child(self, owner: ownership.Owner, resource: Resource, child: KubeObject) -> None:
         self.children.saw(owner.uid, gvk=resource.gvk, obj=child)

@@ -69,7 +69,8 @@ class Child:
         return cls(api_version=parts[0], kind=parts[1], namespace=parts[2], name=parts[3])
 
 
-Reader = Callable[[Child], KubeObject | None]  # None: the child is gone
+# Reads a recorded child of the CR (the second argument); None: the child is gone.
+Reader = Callable[[Child, KubeObject], KubeObject | None]
 
 
 def version_of(obj: KubeObject) -> str:
@@ -216,7 +217,7 @@ class Spread:
             if child is None:
                 return False
             try:
-                live = self._read(child)
+                live = self._read(child, obj)
             except Exception:  # cannot tell: run at once, as without a record
                 return False
             if live is None:

@@ -11,11 +11,14 @@ receives, before it is stored and before its handler sees it:
   primary-resource annotation naming, a kind of watches.yaml) is **not stored**:
   its events can enqueue nobody, and a run that reads it gets it from the API
   server (the proxy's cache lookup misses and forwards);
-- an owned object is stored whole but without ``metadata.managedFields``
-  (controller-runtime's default transform). Its last-applied-configuration
-  annotation stays: runs read these objects through the proxy's cache, and
-  client-side apply (``kubernetes.core.k8s`` with ``apply: true``) computes its
-  patch from that annotation;
+- an owned object is stored whole, managedFields and the last-applied annotation
+  included: runs read these objects through the proxy's cache and must see what
+  the API server would answer. ``kubernetes.core.k8s`` compares the object it
+  read with its write's answer, which carries managedFields — a cached copy
+  without them reads as a change on every run (the molecule scenario's "a
+  reconcile with nothing to do changes nothing" caught it) — and client-side
+  apply (``apply: true``) computes its patch from the annotation. Owned objects
+  are few; what a cluster has many of is what nobody owns;
 - an owned Secret is stored **slim** unless its watch sets ``cacheSecrets: true``:
   metadata (without managedFields and the last-applied annotation, which would
   repeat the data) plus a digest of everything else, so that a change of its
@@ -79,10 +82,10 @@ def transform(*, owner_kinds: frozenset[GVK], keep: Keep) -> Transform:
     def apply(obj: KubeObject) -> KubeObject | None:
         if not any(ownership.owner_keys(obj, gvk) for gvk in owner_kinds):
             return None
+        if keep.whole:
+            return obj
         meta = dict(obj.get("metadata") or {})
         meta.pop("managedFields", None)
-        if keep.whole:
-            return {**obj, "metadata": meta}
         annotations = meta.get("annotations")
         if isinstance(annotations, dict) and LAST_APPLIED in annotations:
             meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}

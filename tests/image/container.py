@@ -130,6 +130,8 @@ class ManagerContainer:
             f"--env=KUBERNETES_SERVICE_PORT={api.port or 443}",
             "--env=ANSIBLE_GATHERING=explicit",
             f"--env=WATCH_NAMESPACE={watch_namespace}",
+            # config/manager's: the webhooks need config/default's [WEBHOOK] certificate.
+            "--env=ENABLE_WEBHOOKS=false",
             image,
             # config/manager/manager.yaml's args, then config/default's metrics patch.
             "--leader-elect",

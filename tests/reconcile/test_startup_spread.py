@@ -53,7 +53,7 @@ SETTLED = [(CM, child(CM, "m-echo")), (DEPLOY, child(DEPLOY, "m", uid="d1", gen=
 
 
 def reader(live: dict[str, KubeObject]) -> startup.Reader:
-    return lambda c: live.get(c.name)
+    return lambda c, _owner: live.get(c.name)
 
 
 def spread(live: dict[str, KubeObject], *, window: float = 100, rate: float = 1) -> startup.Spread:
@@ -107,7 +107,7 @@ def test_a_window_of_zero_defers_nothing() -> None:
 
 
 def test_a_failing_read_runs_at_once() -> None:
-    def broken(_: startup.Child) -> KubeObject | None:
+    def broken(_: startup.Child, _owner: KubeObject) -> KubeObject | None:
         raise OSError("connection refused")
 
     spreader = startup.Spread(window=100, rate=1, read=broken)

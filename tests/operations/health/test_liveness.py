@@ -15,7 +15,7 @@ import pytest
 
 from runner.kube.types import GVK, ObjectKey
 from runner.operations import health
-from runner.queue import workqueue
+from runner.queue import trigger, workqueue
 from runner.reconcile import controller, reconciler
 from runner.watch import source
 
@@ -163,7 +163,9 @@ class BlockingReconciler:
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def reconcile(self, request: reconciler.Request) -> reconciler.Result:
+    def reconcile(
+        self, request: reconciler.Request, *, why: trigger.Trigger = trigger.OTHER
+    ) -> reconciler.Result:
         self.entered.set()
         self.release.wait(10)
         return reconciler.Result()
