@@ -156,19 +156,26 @@ def _is_apply(content_type: str) -> bool:
     return content_type.split(";", maxsplit=1)[0].strip() == APPLY_PATCH
 
 
-def request_info(url: SplitResult, target: paths.Target | None) -> dict[str, str]:
-    """The request as ansible-operator's "Skipping cache lookup" line names it."""
-    info = {"path": url.path}
-    if target is not None:
-        info.update(
-            apiGroup=target.group,
-            apiVersion=target.version,
-            namespace=target.namespace,
-            resource=target.plural,
-            name=target.name,
-            subresource=target.subresource,
-        )
-    return info
+def request_info(url: SplitResult, target: paths.Target | None) -> dict[str, object]:
+    """A GET as ansible-operator's "Skipping cache lookup" line names it: Kubernetes'
+    RequestInfo, field for field, so log queries built on that line keep matching."""
+    if target is None:
+        return {"IsResourceRequest": False, "Path": url.path, "Verb": "get"}
+    watching = parse_qs(url.query).get("watch", [""])[0] in ("1", "true")
+    parts = [p for p in (target.plural, target.name, target.subresource) if p]
+    return {
+        "IsResourceRequest": True,
+        "Path": url.path,
+        "Verb": "watch" if watching else "get" if target.name else "list",
+        "APIPrefix": "api" if not target.group else "apis",
+        "APIGroup": target.group,
+        "APIVersion": target.version,
+        "Namespace": target.namespace,
+        "Resource": target.plural,
+        "Subresource": target.subresource,
+        "Name": target.name,
+        "Parts": parts,
+    }
 
 
 def _write_key(

@@ -44,6 +44,8 @@ from runner.rbac import rules as rbac_rules
 log = logging.getLogger("runner.proxy")
 
 _OWN_WRITES_KEPT = 4096
+#: logr's V(2) (``--zap-log-level=2``), where ansible-operator logs its cache decisions.
+_V2 = logging.DEBUG - 1
 _WRITE_WAIT = 5.0  # seconds an informer waits for an in-flight write's answer
 _ADOPT_ATTEMPTS = 5  # follow-up patches tried when others change a just-created object
 
@@ -357,11 +359,10 @@ class OwnerProxy:
                 reason = self._behind(session, (resource.gvk, target.namespace, target.name), found)
                 if reason is None:
                     return found
-        if log.isEnabledFor(logging.DEBUG):
+        if log.isEnabledFor(_V2):
             message = "Cache miss" if reason == "cache miss" else "Skipping cache lookup"
-            log.debug(
-                message, extra={"resource": handler.request_info(url, target), "reason": reason}
-            )
+            extra = {"resource": handler.request_info(url, target), "reason": reason}
+            log.log(_V2, message, extra=extra)
         return None
 
     def _uncached(

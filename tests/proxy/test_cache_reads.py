@@ -64,13 +64,13 @@ def test_reads_sent_to_the_api_server_say_why(
     read: tuple[str, str, str],
 ) -> None:
     path, message, reason = read
-    caplog.set_level(logging.DEBUG, logger="runner.proxy")
+    caplog.set_level(logging.DEBUG - 1, logger="runner.proxy")  # --zap-log-level=2
     with caching_proxy.for_owner(owner) as env:
         code, headers, _ = call(env["KUBECONFIG"], "GET", f"/api/v1/namespaces/{namespace}/{path}")
     assert "X-Cache" not in headers, f"expected the API server to answer, saw {headers}"
     assert code in (200, 404), f"expected the API server's answer, saw {code}"
     lines = [
-        (r.getMessage(), getattr(r, "reason", None), getattr(r, "resource", {}).get("path"))
+        (r.getMessage(), getattr(r, "reason", None), getattr(r, "resource", {}).get("Path"))
         for r in caplog.records
         if r.name == "runner.proxy"
     ]

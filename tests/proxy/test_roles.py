@@ -84,7 +84,8 @@ def test_role_execs_in_a_pod_and_reads_its_log_through_the_proxy(
     start_operator: StartOperator, kube: Client, namespace: str
 ) -> None:
     running_pod(kube, namespace, "worker")
-    operator = start_operator(watches("streams"))
+    # --zap-log-level=2: ansible-operator's V(2), where its cache decisions are logged.
+    operator = start_operator(watches("streams"), args=("--zap-log-level=2",))
     kube.create(PROBE, probe("streamer", namespace, {"pod": "worker"}), namespace=namespace)
     done = wait_condition(
         kube,
