@@ -142,6 +142,10 @@ chaos: venv cluster-binaries ## CRs under churn through kill -9, API server/etcd
 bench-webhook: venv cluster-up ## Admission webhook latency (assert-only and Memcached validators), alone and under load; CPU-s per admission (BENCH_ARGS=--help).
 	$(PY) -m bench.webhook $(BENCH_ARGS)
 
+.PHONY: bench-scale
+bench-scale: venv cluster-up ## Soak: 2000 Memcacheds on kwok, 30 min of spec churn, 25k noise objects; RSS, threads, fds, runner dir, runs/min over time (BENCH_ARGS=--help; quick: --crs 50 --duration 120 --noise off).
+	$(PY) -m bench.scale_soak $(BENCH_ARGS)
+
 .PHONY: bench-cache-budget
 bench-cache-budget: venv cluster-up ## Runner memory with and without 25k unowned ConfigMaps and Secrets (BENCH_ARGS="--old DIR" compares with other code).
 	$(PY) -m bench.cache_budget $(BENCH_ARGS)

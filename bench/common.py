@@ -83,10 +83,23 @@ def delete_namespaces(client: kube_client.Client, names: Iterable[str]) -> None:
 def free_pod_slots(client: kube_client.Client) -> int:
     """Pods the cluster's nodes can still take (allocatable minus non-terminated pods)."""
     nodes = client.list(GVK("", "v1", "Node")).get("items", [])
-    room = sum(int(n["status"].get("allocatable", {}).get("pods", 0)) for n in nodes)
+    room = sum(count(n["status"].get("allocatable", {}).get("pods", "0")) for n in nodes)
     pods = client.list(GVK("", "v1", "Pod")).get("items", [])
     live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     return room - len(live)
+
+
+#: Kubernetes quantity suffixes a count may carry (a kwok node's pods: "1M").
+_SUFFIXES = {"k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+
+
+def count(quantity: object) -> int:
+    """A whole-number Kubernetes quantity ("110", "1M", "2Ki") as an int."""
+    text = str(quantity)
+    for suffix, factor in sorted(_SUFFIXES.items(), key=lambda kv: -len(kv[0])):
+        if text.endswith(suffix):
+            return int(text.removesuffix(suffix)) * factor
+    return int(text)
 
 
 def free_port() -> int:

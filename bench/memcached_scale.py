@@ -108,9 +108,13 @@ def install(client: kube_client.Client, workload: common.Workload) -> None:
 
 
 def watches(workload: common.Workload) -> str:
-    """This repository's watches.yaml entry for Memcached, moved to the workload's group."""
+    """This repository's watches.yaml entry for Memcached, moved to the workload's group,
+    without its webhooks: their roles are not copied, and the harness serves none
+    (``ENABLE_WEBHOOKS=false``)."""
     entry = next(e for e in yaml.safe_load((common.ROOT / "watches.yaml").read_text()))
     entry.update(group=workload.gvk.group, role=str(workload.role_path))
+    for key in ("validation", "mutation"):
+        entry.pop(key, None)
     return str(yaml.safe_dump([entry], sort_keys=False))
 
 
