@@ -46,9 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from bench import common
+from bench import common, memcached_scale
 from runner.kube import client as kube_client
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
@@ -120,15 +118,13 @@ def _private(workload: common.Workload, group: str) -> common.Workload:
 
 def operators(workdir: Path) -> list[Operator]:
     memcached = _private(common.memcached(workdir), MEMCACHED_GROUP)
-    entry = yaml.safe_load((common.ROOT / "watches.yaml").read_text())[0]
-    entry |= {"group": memcached.gvk.group, "role": str(memcached.role_path)}
     roles = workdir / "owner-roles"
     (roles / "owner" / "tasks").mkdir(parents=True)
     (roles / "owner" / "tasks" / "main.yml").write_text(OWNER_ROLE)
     owner = dataclasses.replace(common.one_task(), label="owner", roles_dir=roles, role="owner")
     owner = _private(owner, OWNER_GROUP)
     return [
-        Operator("memcached", memcached, yaml.safe_dump([entry], sort_keys=False)),
+        Operator("memcached", memcached, memcached_scale.watches(memcached)),
         Operator("owner", owner, owner.watches()),
     ]
 
