@@ -146,6 +146,10 @@ bench-webhook: venv cluster-up ## Admission webhook latency (assert-only and Mem
 bench-scale: venv cluster-up ## Soak: 2000 Memcacheds on kwok, 30 min of spec churn, 25k noise objects; RSS, threads, fds, runner dir, runs/min over time (BENCH_ARGS=--help; quick: --crs 50 --duration 120 --noise off).
 	$(PY) -m bench.scale_soak $(BENCH_ARGS)
 
+.PHONY: bench-restart-storm
+bench-restart-storm: venv cluster-up ## A runner restarted with N settled Memcached CRs, --startup-resync-window 0 vs a window: CPU, time until quiet, a new and a changed CR's latency (BENCH_ARGS=--help).
+	$(PY) -m bench.restart_storm $(BENCH_ARGS)
+
 .PHONY: bench-cache-budget
 bench-cache-budget: venv cluster-up ## Runner memory with and without 25k unowned ConfigMaps and Secrets (BENCH_ARGS="--old DIR" compares with other code).
 	$(PY) -m bench.cache_budget $(BENCH_ARGS)
