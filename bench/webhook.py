@@ -27,7 +27,6 @@ Targets (issue 22): p50 ≤ 0.25 s alone, p99 ≤ 1 s under load, on 2 cores.
 from __future__ import annotations
 
 import argparse
-import datetime
 import http.client
 import json
 import shutil
@@ -43,13 +42,10 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from bench import common
 from runner.kube.types import GVK
+from runner.tools.scaffold import devhooks
 from testkit.harness import OperatorProcess
 
 ASSERT_ROLE = """---
@@ -59,32 +55,6 @@ ASSERT_ROLE = """---
     fail_msg: "size {{ size }} is over 100"
     quiet: true
 """
-
-
-def _certs(directory: Path) -> None:
-    """A self-signed serving pair (the benchmark's client does not verify it)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    directory.mkdir(parents=True)
-    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "tls.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
 
 
 def _path(gvk: GVK) -> str:
@@ -188,7 +158,7 @@ def main() -> int:
                 path.write_text(text)
         watches += memcached.watches() + f"  validation:\n    role: {target}\n"
         hooks["memcached"] = (memcached.gvk, memcached.obj("probe", namespace))
-    _certs(workdir / "certs")
+    devhooks.certificates(workdir / "certs")  # the benchmark's client does not verify it
     port = common.free_port()
     operator = OperatorProcess(
         workdir=workdir,

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import datetime
-import ipaddress
 import json
 import socket
 from collections.abc import Iterator
@@ -22,13 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from runner.kube import client, errors
 from runner.kube.types import GVK
+from runner.tools.scaffold import devhooks
 from testkit.harness import OperatorProcess
 from testkit.helpers import unique_name, wait_for
 
@@ -75,47 +70,9 @@ def watches_yaml() -> str:
 
 
 def serving_cert(directory: Path) -> bytes:
-    """A CA and a certificate for 127.0.0.1 signed by it, as tls.crt/tls.key; the CA's PEM."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webhook-test-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "tls.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    (directory / "tls.key").chmod(0o600)
-    return ca.public_bytes(serialization.Encoding.PEM)
+    """A CA and a certificate for 127.0.0.1 signed by it, as tls.crt/tls.key; the CA's PEM
+    (the one ``make run`` makes: :func:`runner.tools.scaffold.devhooks.certificates`)."""
+    return devhooks.certificates(directory)
 
 
 def free_port() -> int:
