@@ -66,15 +66,18 @@ def withhold_environment(path: Path) -> None:
     os.replace(staging, path)
 
 
-def rotate(artifacts: Path, *, keep: int, log: Logger) -> None:
-    """Keep the newest ``keep`` artifact dirs (0: all), as ``--rotate-artifacts`` does."""
+def rotate(artifacts: Path, *, keep: int, log: Logger) -> list[Path]:
+    """Keep the newest ``keep`` artifact dirs (0: all), as ``--rotate-artifacts`` does;
+    the dirs removed."""
     if keep <= 0:
-        return
+        return []
     runs = [p for p in artifacts.iterdir() if p.is_dir() and not p.is_symlink()]
     runs.sort(key=lambda p: p.stat().st_mtime)
-    for old in runs[: max(0, len(runs) - keep)]:
+    removed = runs[: max(0, len(runs) - keep)]
+    for old in removed:
         shutil.rmtree(old, ignore_errors=True)
         log.debug("artifacts rotated", extra={"removed": old.name})
+    return removed
 
 
 def link_latest(artifact_dir: Path) -> None:
