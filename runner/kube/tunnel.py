@@ -26,8 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from runner.kube import client as client_mod
-from runner.kube import errors
+from runner.kube import errors, transport
 from runner.kube.config import ClientConfig
 
 SWITCHING_PROTOCOLS = 101
@@ -98,7 +97,7 @@ def open_upgrade(
         # Streams carry small frames both ways; Nagle would hold each one back.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if url.scheme == "https":
-            context = client_mod._ssl_context(config)  # the REST client's TLS settings
+            context = transport.ssl_context(config)  # the REST client's TLS settings
             sock = context.wrap_socket(sock, server_hostname=host)
         sock.sendall(request)
         answer = http.client.HTTPResponse(sock, method=method)

@@ -20,7 +20,8 @@ instead of draining it: a drain would start one Ansible run per key.
 
 For client-go's ``workqueue_*`` metrics the queue reports, through an optional
 :class:`Observer`, how long each key waited once ready and how long a worker
-held it, and :meth:`WorkQueue.stats` gives the rest at scrape time. A pending
+held it, and :meth:`WorkQueue.stats` gives the rest at scrape time (both kept
+by :mod:`runner.queue.meter`; the retry delays are :mod:`runner.queue.backoff`'s). A pending
 key counts as added to client-go's queue at its due time, which is exactly
 when client-go's delaying queue would have added it.
 """
@@ -33,11 +34,10 @@ import itertools
 import threading
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Protocol
 
 from runner.base.clock import Clock, MonotonicClock
 from runner.kube.types import ObjectKey
-from runner.queue import trigger
+from runner.queue import backoff, meter, trigger
 
 
 class Priority(IntEnum):
@@ -47,25 +47,9 @@ class Priority(IntEnum):
     EVENT = 0  # a watch event: someone just changed something
 
 
-class Observer(Protocol):
-    """Told, under the queue's lock, about each key handed out and each key released."""
-
-    def queued(self, seconds: float) -> None:
-        """A key waited ``seconds`` between becoming ready and being handed out."""
-
-    def worked(self, seconds: float) -> None:
-        """A worker held a key ``seconds``, from ``get`` to ``done``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Stats:
-    """The queue at one instant, in client-go's workqueue terms."""
-
-    ready: int  # keys due and not handed out (client-go's depth: follow-ups of running keys too)
-    adds: int  # keys that became ready since the start (handed out + ready now)
-    retries: int  # add_after and add_rate_limited calls (client-go counts every AddAfter)
-    unfinished_seconds: float  # summed time the keys handed out now have been held
-    longest_running_seconds: float  # how long the oldest key handed out now has been held
+#: The metrics' view of the queue (:mod:`runner.queue.meter`), named here for its callers.
+Observer = meter.Observer
+Stats = meter.Stats
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +63,8 @@ class _Entry:
 class WorkQueue:
     """Thread-safe, deduplicating, delaying, rate-limited queue of object keys.
 
-    Backoff defaults differ from controller-runtime's 5 ms → 1000 s on purpose:
-    each retry costs about 0.6 CPU-seconds of Ansible, so with a 5 ms base the
-    first eight retries would all land within about a second, burning CPU on a
-    failure that usually needs a human or another object to change. 1 s → 300 s
-    keeps a failing CR cheap and still retries it within five minutes.
+    The retry delays (and why their defaults are 1 s → 300 s) are
+    :class:`~runner.queue.backoff.Backoff`'s.
     """
 
     def __init__(
@@ -95,22 +76,16 @@ class WorkQueue:
         observer: Observer | None = None,
     ) -> None:
         self._clock: Clock = clock or MonotonicClock()
-        self._observer = observer
-        self._base_delay = base_delay
-        self._max_delay = max_delay
+        self._backoff = backoff.Backoff(base_delay=base_delay, max_delay=max_delay)
         self._cond = threading.Condition()
         self._pending: dict[ObjectKey, _Entry] = {}
         self._ready: list[tuple[int, float, int, ObjectKey]] = []  # (-priority, due, stamp, key)
         self._waiting: list[tuple[float, int, ObjectKey]] = []  # (due, stamp, key)
         self._processing: dict[ObjectKey, Priority] = {}  # key -> priority it was served at
-        self._failures: dict[ObjectKey, int] = {}
         self._taken: dict[ObjectKey, trigger.Trigger] = {}  # why each key handed out runs
         self._stamps = itertools.count()
         self._shutting_down = False
-        # Metrics only: when each key handed out was handed out; counters.
-        self._started: dict[ObjectKey, float] = {}
-        self._handed_out = 0
-        self._retries = 0
+        self._meter = meter.Meter(observer)  # metrics only
 
     # -- producers ----------------------------------------------------------
 
@@ -152,18 +127,15 @@ class WorkQueue:
         """
         with self._cond:
             self._count_retry()
-            failures = self._failures.get(key, 0)
-            self._failures[key] = failures + 1
-            # min() on the exponent first: 2**1100 would overflow a float.
-            delay = min(self._base_delay * 2.0 ** min(failures, 64), self._max_delay)
+            delay, attempt = self._backoff.fail(key)
             if priority is None:
                 priority = self._processing.get(key, Priority.EVENT)
-            why = trigger.Trigger(trigger.Kind.RETRY, f"attempt {failures + 1}")
+            why = trigger.Trigger(trigger.Kind.RETRY, f"attempt {attempt}")
             self._put(key, priority=priority, due=self._clock.now() + delay, why=why)
 
     def failures(self, key: ObjectKey) -> int:
         with self._cond:
-            return self._failures.get(key, 0)
+            return self._backoff.failures(key)
 
     def trigger_of(self, key: ObjectKey) -> trigger.Trigger:
         """Why the key a worker holds (between ``get`` and ``done``) runs."""
@@ -173,7 +145,7 @@ class WorkQueue:
     def forget(self, key: ObjectKey) -> None:
         """Reset ``key``'s backoff. Call on success and on ``requeue_after``, never on failure."""
         with self._cond:
-            self._failures.pop(key, None)
+            self._backoff.forget(key)
 
     def shutdown(self) -> None:
         """Stop handing out keys and wake every blocked ``get``; later adds are dropped."""
@@ -226,9 +198,7 @@ class WorkQueue:
         with self._cond:
             self._processing.pop(key, None)
             self._taken.pop(key, None)
-            started = self._started.pop(key, None)
-            if started is not None and self._observer is not None:
-                self._observer.worked(max(0.0, self._clock.now() - started))
+            self._meter.released(key, now=self._clock.now())
             entry = self._pending.get(key)
             if entry is not None and entry.due <= self._clock.now():
                 heapq.heappush(self._ready, (-entry.priority, entry.due, entry.stamp, key))
@@ -254,16 +224,7 @@ class WorkQueue:
         with self._cond:
             now = self._clock.now()
             ready = sum(1 for entry in self._pending.values() if entry.due <= now)
-            held = [max(0.0, now - started) for started in self._started.values()]
-            return Stats(
-                ready=ready,
-                # Every key that became ready is either still ready or was handed
-                # out, so this never decreases, like client-go's adds counter.
-                adds=self._handed_out + ready,
-                retries=self._retries,
-                unfinished_seconds=sum(held),
-                longest_running_seconds=max(held, default=0.0),
-            )
+            return self._meter.stats(now=now, ready=ready)
 
     # -- internals (caller holds self._cond) ---------------------------------
 
@@ -319,7 +280,7 @@ class WorkQueue:
 
     def _count_retry(self) -> None:
         if not self._shutting_down:
-            self._retries += 1
+            self._meter.retried()
 
     def _pop_ready(self, now: float) -> ObjectKey | None:
         while self._ready:
@@ -331,10 +292,6 @@ class WorkQueue:
             del self._pending[key]
             self._processing[key] = entry.priority
             self._taken[key] = entry.why
-            self._started[key] = now
-            self._handed_out += 1
-            if self._observer is not None:
-                # Ready since its due time: the add, the delay's end, or a running key's add.
-                self._observer.queued(max(0.0, now - entry.due))
+            self._meter.handed_out(key, now=now, due=entry.due)
             return key
         return None

@@ -8,7 +8,11 @@ and hands it to every controller as its gate. Modules:
 - :mod:`runner.operations.sharding.ring` — consistent hashing of keys over a view;
 - :mod:`runner.operations.sharding.membership` — one Lease per replica, publishing its view;
 - :mod:`runner.operations.sharding.shards` — the gate and its rounds: who may start what, and
-  the handover protocol that keeps two replicas from running one object at once.
+  the handover protocol that keeps two replicas from running one object at once, over
+  ``views`` (which keys a view lets this replica start), ``liveness`` (other Leases' expiry
+  on this clock), ``handover`` (known objects gained and given up), ``renewal`` (the
+  holder's renew deadline) and ``fence`` (the timer that stops a replica whose runs outlive
+  its claims).
 
 Import contract: this package uses only :mod:`runner.base.clock` and :mod:`runner.kube`
 of the runtime (checked by import-linter).
