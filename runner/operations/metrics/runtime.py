@@ -1,0 +1,149 @@
+"""The runtime's metrics: every owner's families on the one registry, and the one
+object the manager wires them through.
+
+Sits beside the flow watch → queue → reconcile → ansible → status and counts what
+passes. Each family is defined by the package that owns what it measures — the
+queue (:mod:`runner.queue.metrics`), the controllers (:mod:`runner.reconcile.metrics`),
+Ansible runs (:mod:`runner.ansible.metrics`), the API (:mod:`runner.proxy.metrics`),
+admission webhooks (:mod:`runner.webhook.metrics`), informers
+(:mod:`runner.watch.metrics`), roles (:mod:`runner.operations.metrics.custom`) —
+and registered here on one :class:`runner.metrics.registry.Registry`. Names, types
+and labels of the upstream families are those ansible-operator exposes, so its
+dashboards and alerts keep working; docs/reference.md lists every family.
+
+:class:`Metrics` is also the observer the controllers, the work queues and the
+webhook server report to. Families read at scrape time from objects the manager
+builds (warm launchers, sharding, informers, the API client) are collectors their
+owners define, added with :meth:`Metrics.add`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import runner
+from runner.ansible import metrics as ansible_metrics
+from runner.kube.types import GVK
+from runner.metrics import registry as registry_mod
+from runner.operations.metrics import custom
+from runner.operations.sharding import metrics as shard_metrics
+from runner.proxy import metrics as api_metrics
+from runner.queue import metrics as queue_metrics
+from runner.queue import workqueue
+from runner.reconcile import metrics as controller_metrics
+from runner.warm import metrics as warm_metrics
+from runner.watch import budget
+from runner.watch import metrics as informer_metrics
+from runner.watch.predicate import Event
+from runner.webhook import metrics as webhook_metrics
+
+
+class Metrics:
+    """The runtime's metrics on a private registry (no process-global state)."""
+
+    def __init__(self) -> None:
+        self.registry = registry_mod.Registry()
+        registry = self.registry
+        self.controllers = controller_metrics.ControllerFamilies(registry)
+        self.queues = queue_metrics.QueueFamilies(registry)
+        self.runs = ansible_metrics.RunFamilies(registry)
+        self.webhooks = webhook_metrics.WebhookFamilies(registry)
+        # The RBAC record counts runs' requests the API server denied.
+        self.api_denied = api_metrics.denied_counter(registry)
+        self.roles = custom.RoleMetrics(registry)
+        build = registry.gauge(
+            "playbook_operator_build_info", "Build information; the value is always 1.", ["version"]
+        )
+        build.labels(version=runner.__version__).set(1)
+
+    def add(self, collector: registry_mod.Collector) -> None:
+        """Families an owner reads at scrape time (a name already in use raises ValueError)."""
+        self.registry.register(collector)
+
+    # -- what the controllers, queues, runs and webhooks report ------------------
+
+    def add_controller(self, *, name: str, workers: int, work_queue: workqueue.WorkQueue) -> None:
+        """Series of one controller, created when it is, as controller-runtime does,
+        and its queue, read at each scrape."""
+        self.controllers.add_controller(name=name, workers=workers)
+        self.queues.add(name, work_queue)
+
+    def queue_observer(self, name: str) -> workqueue.Observer:
+        """Waits and work times of the queue of controller ``name``."""
+        return self.queues.observer(name)
+
+    def matched(self, *, gvk: GVK, event: Event) -> None:
+        """A primary event passed the predicates: track the object's creation time."""
+        self.controllers.matched(gvk=gvk, event=event)
+
+    def reconciled(
+        self, *, controller: str, gvk: GVK, outcome: str, action: str, seconds: float
+    ) -> None:
+        self.controllers.reconciled(
+            controller=controller, gvk=gvk, outcome=outcome, action=action, seconds=seconds
+        )
+
+    def observe_run(
+        self, gvk: GVK, *, failed: bool, seconds: float, trigger: str = "other"
+    ) -> None:
+        self.runs.observe_run(gvk, failed=failed, seconds=seconds, trigger=trigger)
+
+    def webhook_started(self, webhook: str) -> None:
+        """An admission request to ``webhook`` (its path) is being served."""
+        self.webhooks.webhook_started(webhook)
+
+    def webhook_finished(self, webhook: str, *, code: int, seconds: float) -> None:
+        self.webhooks.webhook_finished(webhook, code=code, seconds=seconds)
+
+    def apply_custom(self, payload: dict[str, Any]) -> None:
+        """Create or update one role metric; raises ValueError on a bad payload."""
+        self.roles.apply(payload)
+
+    # -- families read at scrape time: each owner's collector ---------------------
+    # The manager's calls as they were before the families moved to their owners;
+    # each is ``add`` of the owner's collector.
+
+    def add_api_counter(self, read: Callable[[], int]) -> None:
+        """Requests this process sent to the API server (its own and its runs', via the proxy)."""
+        self.add(api_metrics.RequestCount(read))
+
+    def add_queue_gauges(
+        self, *, depth: Callable[[], dict[GVK, int]], in_flight: Callable[[], dict[GVK, int]]
+    ) -> None:
+        """Gauges read at scrape time from the controllers."""
+        self.add(controller_metrics.KindGauges(depth=depth, in_flight=in_flight))
+
+    def add_informer_gauges(self, held: Callable[[], list[tuple[GVK, budget.Held]]]) -> None:
+        """What the informers hold per kind: objects and approximate bytes."""
+        self.add(informer_metrics.InformerGauges(held))
+
+    def add_launcher_metrics(
+        self,
+        *,
+        memory: Callable[[], int],
+        running: Callable[[], int],
+        outcomes: Callable[[], dict[str, int]],
+        recycles: Callable[[], dict[str, int]] = dict,
+    ) -> None:
+        """Warm launchers: :class:`runner.warm.metrics.LauncherCollector`."""
+        self.add(
+            warm_metrics.LauncherCollector(
+                memory=memory, running=running, outcomes=outcomes, recycles=recycles
+            )
+        )
+
+    def add_shard_metrics(
+        self,
+        *,
+        owned: Callable[[], int],
+        members: Callable[[], int],
+        handovers: Callable[[], dict[str, int]],
+        view_changes: Callable[[], int],
+    ) -> None:
+        """Sharded mode: :class:`runner.operations.sharding.metrics.ShardCollector`."""
+        self.add(
+            shard_metrics.ShardCollector(
+                owned=owned, members=members, handovers=handovers, view_changes=view_changes
+            )
+        )
