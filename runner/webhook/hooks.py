@@ -2,7 +2,8 @@
 
 The middle of one webhook call (see :mod:`runner.webhook`): the request decoded by
 :mod:`runner.webhook.review` becomes the extra vars a reconcile of the object would
-get (:func:`runner.ansible.extravars.build`, with the watch's CR-trust settings) plus
+get (the shared run plan, :class:`runner.ansible.plan.Builder`, with the watch's
+CR-trust settings and the hook's ``vars``) plus
 ``ansible_operator_admission`` (operation, old_object, user_info, dry_run, uid); the
 role runs through the runtime's :class:`~runner.ansible.launch.AnsibleRunner` (warm
 launchers, cold when one is down) against a read-only proxy session, in a private
@@ -20,20 +21,19 @@ The verdict:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 import tempfile
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from runner.ansible import extravars, launch
+from runner.ansible import extravars, launch, plan
 from runner.base import errors, logs
-from runner.config import admission, options, watches
+from runner.config import admission, sections
+from runner.config import watches as watches_mod
 from runner.kube.types import KubeObject
 from runner.webhook import review
 
@@ -53,23 +53,15 @@ WEBHOOK_VERBOSITY = 0
 _ANSWER_MARGIN = 0.5
 
 
-class Environment(Protocol):
-    """A read-only proxy session per run (:class:`runner.proxy.OwnerProxy`)."""
-
-    def for_owner(
-        self, owner_obj: KubeObject
-    ) -> contextlib.AbstractContextManager[Mapping[str, str]]: ...
-
-
 @dataclass(frozen=True)
 class Served:
     """One path this runner answers: the hook and the watch of its kind."""
 
     hook: admission.Hook
-    watch: watches.Watch
+    watch: watches_mod.Watch
 
 
-def served(loaded: tuple[watches.Watch, ...] | list[watches.Watch]) -> dict[str, Served]:
+def served(loaded: Sequence[watches_mod.Watch]) -> dict[str, Served]:
     """Every webhook of ``loaded``, by path."""
     found: dict[str, Served] = {}
     for watch in loaded:
@@ -85,19 +77,20 @@ class Hooks:
     def __init__(
         self,
         *,
-        settings: options.Settings,
+        watches: Sequence[watches_mod.Watch],
+        ansible: sections.AnsibleSettings,
         runner: launch.AnsibleRunner,
-        environment: Environment,
+        environment: plan.Environment,
         max_concurrent: int,
         run_env: Mapping[str, str] | None = None,
     ) -> None:
-        self.paths = served(settings.watches)
-        self._settings = settings
+        self.paths = served(watches)
+        self._runs_dir = ansible.runner_dir / RUNS_DIR
         self._runner = runner
-        self._environment = environment
+        # run_env is shared: the manager fills it at start-up.
+        self._builder = plan.Builder(ansible=ansible, environment=environment, run_env=run_env)
         self._limit = max_concurrent
         self._slots = threading.BoundedSemaphore(max_concurrent)
-        self._run_env = run_env if run_env is not None else {}
 
     def answer(self, served_hook: Served, request: review.Request) -> review.Verdict:
         """The verdict on ``request``; never raises for what the role does."""
@@ -134,14 +127,7 @@ class Hooks:
         hook, watch = served_hook.hook, served_hook.watch
         obj = request.obj if request.obj is not None else request.old
         assert obj is not None  # review.decode refuses a request with neither
-        built = extravars.build(
-            obj=obj,
-            snake_case=watch.snake_case_parameters,
-            mark_unsafe=watch.mark_unsafe,
-            watch_vars={**watch.vars, **hook.vars},
-            finalizer_vars=None,
-            allow_ansible_vars=watch.allow_ansible_vars_from_spec,
-        )
+        built = self._builder.variables(obj, watch=watch, more_vars=hook.vars)
         variables = dict(built.variables)
         variables[ADMISSION_VAR] = _admission_var(request, watch=watch)
         answers: list[Mapping[str, Any]] = []
@@ -156,32 +142,19 @@ class Hooks:
             if isinstance(res, Mapping) and isinstance(res.get("admission"), Mapping):
                 answers.append(res["admission"])
 
-        roles_path = ([hook.role.roles_path] if hook.role and hook.role.roles_path else []) + [
-            Path(p) for p in self._settings.ansible_roles_path
-        ]
-        parent = self._settings.runner_dir / RUNS_DIR
-        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        private = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+        self._runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private = Path(tempfile.mkdtemp(prefix="run-", dir=self._runs_dir))
         try:
-            with self._environment.for_owner(_owner(obj, request=request)) as env:
-                spec = launch.RunSpec(
-                    ident=uuid.uuid4().hex[:16],
-                    private_data_dir=private,
-                    playbook=hook.playbook,
-                    role=hook.role.name if hook.role else None,
-                    roles_path=tuple(roles_path),
-                    extravars=variables,
-                    envvars={**self._run_env, **env},
-                    verbosity=WEBHOOK_VERBOSITY,
-                    cmdline=self._settings.ansible_args,
-                    rotate_artifacts=1,
-                    log_events=self._settings.ansible_log_events,
-                    collections_path=tuple(
-                        Path(p) for p in self._settings.ansible_collections_path
-                    ),
-                    timeout=max(0.5, hook.timeout_seconds - _ANSWER_MARGIN),
-                    on_event=collect,
-                )
+            with self._builder.open(
+                owner=_owner(obj, request=request),
+                content=plan.Content(role=hook.role, playbook=hook.playbook),
+                variables=variables,
+                private_data_dir=private,
+                verbosity=WEBHOOK_VERBOSITY,
+                rotate_artifacts=1,
+                timeout=max(0.5, hook.timeout_seconds - _ANSWER_MARGIN),
+                on_event=collect,
+            ) as spec:
                 return self._runner.run(spec, log=log), answers
         finally:
             shutil.rmtree(private, ignore_errors=True)
@@ -233,7 +206,7 @@ def _failed(hook: admission.Hook, message: str) -> review.Verdict:
     return review.Verdict(allowed=False, code=500, message=message)
 
 
-def _admission_var(request: review.Request, *, watch: watches.Watch) -> dict[str, Any]:
+def _admission_var(request: review.Request, *, watch: watches_mod.Watch) -> dict[str, Any]:
     """``ansible_operator_admission``: CR data and user names are data, never templates."""
     old = None
     if request.old is not None:

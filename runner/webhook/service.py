@@ -60,7 +60,7 @@ def build(
     """
     if not hooks.served(settings.watches):
         return None
-    if not settings.enable_webhooks:
+    if not settings.webhooks.enabled:
         log.info("admission webhooks not served: ENABLE_WEBHOOKS=false")
         return None
     read_only = proxy.OwnerProxy(
@@ -68,18 +68,19 @@ def build(
     )
     try:
         answerer = hooks.Hooks(
-            settings=settings,
+            watches=settings.watches,
+            ansible=settings.ansible,
             runner=runner,
             environment=_Bounded(read_only),
-            max_concurrent=settings.webhook_max_concurrent,
+            max_concurrent=settings.webhooks.max_concurrent,
             run_env=run_env,
         )
         listener = server.WebhookServer(
             answerer=answerer,
-            port=settings.webhook_port,
-            host=settings.webhook_host or "0.0.0.0",
-            cert_dir=settings.webhook_cert_dir,
-            max_concurrent=settings.webhook_max_concurrent,
+            port=settings.webhooks.port,
+            host=settings.webhooks.host or "0.0.0.0",
+            cert_dir=settings.webhooks.cert_dir,
+            max_concurrent=settings.webhooks.max_concurrent,
             observer=observer,
         )
     except Exception:

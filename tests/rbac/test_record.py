@@ -7,7 +7,7 @@ import pytest
 from runner.ansible import launch
 from runner.kube.types import GVK
 from runner.rbac import record, rules
-from runner.reconcile import reconciler
+from runner.reconcile import run
 
 PROBE = GVK("tests.playbook-operator.dev", "v1", "Probe")
 PATCH = rules.Use(group="apps", resource="deployments", verb="patch", namespace="ns1")
@@ -59,5 +59,5 @@ def test_failure_message_names_the_missing_rule(
 ) -> None:
     tasks = tuple(launch.FailedTask(task=t, role=None, message=m) for t, m in failed)
     denial = record.Denial(use=PATCH, task="Scale the Deployment")
-    seen = [t.message for t in reconciler.rbac_failures(tasks, [denial])]
+    seen = [t.message for t in run.rbac_failures(tasks, [denial])]
     assert seen == expected, f"expected {expected}, saw {seen}"

@@ -8,12 +8,13 @@ checks them, so tests see the same conflicts a real cluster would give.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
 from runner.ansible import launch
-from runner.config import options, watches
+from runner.config import sections, watches
 from runner.kube import errors as kube_errors
 from runner.kube.types import GVK, KubeObject
 from runner.reconcile import reconciler
@@ -133,19 +134,40 @@ def make_reconciler(
     runner: FakeRunner,
     events: FakeRecorder | None = None,
     watch_extra: str = "",
+    on_run: reconciler.RunObserver | None = None,
     **overrides: Any,
 ) -> reconciler.Reconciler:
+    """``overrides`` are the settings' flag names (``reconcile_timeout``,
+    ``ansible_verbosity``): each goes to the section that holds it."""
     watch = load_watch(tmp_path, watch_extra)
-    fields: dict[str, Any] = {"runner_dir": tmp_path / "runner", "environ": {}}
-    fields.update(overrides)
+    reconcile, ansible = _sections({"runner_dir": tmp_path / "runner", **overrides})
     return reconciler.Reconciler(
         watch=watch,
-        settings=options.Settings(watches_file=tmp_path / "watches.yaml", **fields),
+        reconcile=reconcile,
+        ansible=ansible,
         client=cast(Any, client),
         runner=cast(Any, runner),
         environment=reconciler.StaticEnvironment(None),
         events=cast(recorder.Recorder, events) if events is not None else None,
+        on_run=on_run,
     )
+
+
+def _sections(
+    fields: dict[str, Any],
+) -> tuple[sections.ReconcileSettings, sections.AnsibleSettings]:
+    reconcile_names = {f.name for f in dataclasses.fields(sections.ReconcileSettings)}
+    ansible_names = {f.name for f in dataclasses.fields(sections.AnsibleSettings)}
+    reconcile: dict[str, Any] = {}
+    ansible: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name in reconcile_names:
+            reconcile[name] = value
+        elif name.removeprefix("ansible_") in ansible_names:
+            ansible[name.removeprefix("ansible_")] = value
+        else:
+            raise TypeError(f"no settings section holds {name!r}")
+    return sections.ReconcileSettings(**reconcile), sections.AnsibleSettings(**ansible)
 
 
 def request(name: str = "p") -> reconciler.Request:

@@ -8,7 +8,7 @@ from typing import Any, cast
 import pytest
 
 from runner.base import errors
-from runner.config import options, watches
+from runner.config import sections, watches
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey
@@ -30,7 +30,8 @@ def make_reconciler(obj: KubeObject, tmp_path: Path) -> reconciler.Reconciler:
     unused = cast(Any, None)
     return reconciler.Reconciler(
         watch=watch,
-        settings=options.Settings(watches_file=tmp_path / "watches.yaml", runner_dir=tmp_path),
+        reconcile=sections.ReconcileSettings(),
+        ansible=sections.AnsibleSettings(runner_dir=tmp_path),
         client=unused,
         runner=unused,
         environment=reconciler.StaticEnvironment(None),

@@ -23,8 +23,12 @@ def test_running_message_artifact_and_metric_name_the_trigger(tmp_path: Path) ->
 
     runner.behave = make_artifacts
     observed: list[dict[str, Any]] = []
-    reconciler = make_reconciler(tmp_path=tmp_path, client=client, runner=runner)
-    reconciler._on_run = lambda gvk, **kw: observed.append(kw)  # the metric hook
+    reconciler = make_reconciler(
+        tmp_path=tmp_path,
+        client=client,
+        runner=runner,
+        on_run=lambda gvk, **kw: observed.append(kw),  # the metric hook
+    )
 
     reconciler.reconcile(request(), why=WHY)
 

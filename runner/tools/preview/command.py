@@ -15,43 +15,53 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.base import errors, logs
-from runner.config import options, watches
+from runner.config import builder, options, sections, watches
 from runner.kube import errors as kube_errors
 from runner.tools.preview import report, session
 
 
 def main(args: argparse.Namespace, *, environ: Mapping[str, str]) -> int:
     logs.setup(fmt=logs.LogFormat.CONSOLE, level=logs.zap_level("error"))
-    roles_path = _paths(args.ansible_roles_path or environ.get("ANSIBLE_ROLES_PATH", ""))
-    collections_path = _paths(
-        args.ansible_collections_path or environ.get("ANSIBLE_COLLECTIONS_PATH", "")
-    )
     try:
-        loaded = watches.load(
-            Path(args.watches_file),
-            environ=environ,
-            roles_path=roles_path,
-            collections_path=collections_path,
-            base_dir=Path.cwd(),
-        )
-        settings = options.Settings(
-            watches_file=Path(args.watches_file),
-            watches=tuple(loaded),
-            kubeconfig=args.kubeconfig,
-            ansible_args=args.ansible_args,
-            ansible_roles_path=roles_path,
-            ansible_collections_path=collections_path,
-            ansible_log_events=options.LogEvents.NOTHING,
-            environ=dict(environ),
-        )
         found = session.preview(
-            cr_file=Path(args.cr_file), settings=settings, namespace=args.namespace
+            cr_file=Path(args.cr_file),
+            settings=settings(args, environ=environ),
+            namespace=args.namespace,
         )
     except (errors.PlaybookOperatorError, kube_errors.KubeError) as exc:
         print(f"playbook-operator preview: {exc}", file=sys.stderr)
         return 2
     sys.stdout.write(found.to_json() + "\n" if args.output == "json" else report.render(found))
     return 1 if found.runner_status != "Successful" else 0
+
+
+def settings(args: argparse.Namespace, *, environ: Mapping[str, str]) -> options.Settings:
+    """The settings of a check-mode run (``preview``, ``rbac --sample``): the watches and
+    the Ansible flags; the runs' events are not logged (the report shows them)."""
+    roles_path = _paths(args.ansible_roles_path or environ.get("ANSIBLE_ROLES_PATH", ""))
+    collections_path = _paths(
+        args.ansible_collections_path or environ.get("ANSIBLE_COLLECTIONS_PATH", "")
+    )
+    loaded = watches.load(
+        Path(args.watches_file),
+        environ=environ,
+        roles_path=roles_path,
+        collections_path=collections_path,
+        base_dir=Path.cwd(),
+    )
+    return options.Settings(
+        watches_file=Path(args.watches_file),
+        watches=tuple(loaded),
+        kubeconfig=args.kubeconfig,
+        environ=dict(environ),
+        ansible=sections.AnsibleSettings(
+            args=args.ansible_args,
+            roles_path=roles_path,
+            collections_path=collections_path,
+            log_events=sections.LogEvents.NOTHING,
+            verbosities=builder.verbosities(gvks=(w.gvk for w in loaded), environ=environ),
+        ),
+    )
 
 
 def _paths(value: str) -> tuple[str, ...]:

@@ -3,9 +3,9 @@
 Part of ``playbook-operator preview``: the reconcile's Ansible step (watch → queue
 → reconcile → **ansible** → status) run once, by hand, in Ansible's check mode with
 diffs (``--check --diff``). It reuses the runtime's pieces rather than copies of
-them: the extra vars of :mod:`runner.ansible.extravars`, the
-:class:`~runner.ansible.AnsibleRunner` (cold: no launchers for one run), and the
-per-run :class:`~runner.proxy.OwnerProxy` in read-only mode, which lets reads and
+them: the run plan every run is built from (:class:`runner.ansible.plan.Builder`, in
+check mode), the :class:`~runner.ansible.AnsibleRunner` (cold: no launchers for one
+run), and the per-run :class:`~runner.proxy.OwnerProxy` in read-only mode, which lets reads and
 ``dryRun=All`` writes through (kubernetes.core dry-runs its writes on the server in
 check mode) and answers every other write 403. The proxy also serves GETs of the
 CR itself from the file (:func:`runner.tools.preview.target.resolve`), so a role that
@@ -17,23 +17,27 @@ from __future__ import annotations
 
 import logging
 import tempfile
-import uuid
 from pathlib import Path
+from typing import Any, Protocol
 
 from runner import proxy as proxy_mod
-from runner.ansible import extravars, launch
-from runner.config import options
+from runner.ansible import launch, plan
+from runner.config import options, sections
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
 from runner.kube.types import GVK, KubeObject, Resource
+from runner.rbac import record as rbac_record
 from runner.tools.preview import report as report_mod
 from runner.tools.preview import target as target_mod
 
 log = logging.getLogger("runner.preview")
 
-#: Appended to ``--ansible-args``: Ansible's check mode, with the diffs modules compute.
-CHECK_ARGS = "--check --diff"
+
+class Runner(Protocol):
+    """What runs the spec: the runtime's AnsibleRunner (a fake in unit tests)."""
+
+    def run(self, spec: launch.RunSpec, *, log: Any) -> launch.RunResult: ...
 
 
 def preview(
@@ -53,22 +57,13 @@ def preview(
             f"{cr_file}: cannot read {watch.gvk} from the cluster: {exc}"
         ) from exc
 
-    def cached(resource: Resource, namespace: str, name: str) -> KubeObject | None:
-        meta = target.obj["metadata"]
-        if name == meta["name"] and namespace == (meta.get("namespace") or ""):
-            return target.obj
-        return None
-
-    def caches(gvk: GVK) -> bool:
-        return gvk == target.gvk
-
-    proxy = proxy_mod.OwnerProxy(
-        client=client, inject_owner=False, read_only=True, cache=cached, caches=caches
-    )
+    proxy = read_only_proxy(target=target, client=client)
     proxy.start()
     try:
         collector = report_mod.Collector()
-        result = _run(target=target, settings=settings, proxy=proxy, collector=collector)
+        result = run(
+            target=target, ansible=settings.ansible, environment=proxy, collector=collector
+        )
     finally:
         proxy.shutdown()
     return report_mod.build(
@@ -81,44 +76,52 @@ def preview(
     )
 
 
-def _run(
+def read_only_proxy(
     *,
     target: target_mod.Target,
-    settings: options.Settings,
-    proxy: proxy_mod.OwnerProxy,
-    collector: report_mod.Collector,
-) -> launch.RunResult:
-    watch = target.watch
-    built = extravars.build(
-        obj=target.obj,
-        snake_case=watch.snake_case_parameters,
-        mark_unsafe=watch.mark_unsafe,
-        watch_vars=watch.vars,
-        finalizer_vars=None,
-        allow_ansible_vars=watch.allow_ansible_vars_from_spec,
+    client: client_mod.Client,
+    rbac: rbac_record.Record | None = None,
+) -> proxy_mod.OwnerProxy:
+    """The proxy of a preview (not started): reads and dry runs reach the cluster, other
+    writes are refused, and GETs of the previewed CR get ``target``'s object; with
+    ``rbac``, every request is recorded (``rbac --sample``)."""
+
+    def cached(resource: Resource, namespace: str, name: str) -> KubeObject | None:
+        meta = target.obj["metadata"]
+        if name == meta["name"] and namespace == (meta.get("namespace") or ""):
+            return target.obj
+        return None
+
+    def caches(gvk: GVK) -> bool:
+        return gvk == target.gvk
+
+    return proxy_mod.OwnerProxy(
+        client=client, inject_owner=False, read_only=True, cache=cached, caches=caches, rbac=rbac
     )
-    roles_path = ([watch.role.roles_path] if watch.role and watch.role.roles_path else []) + [
-        Path(p) for p in settings.ansible_roles_path
-    ]
-    cmdline = f"{launch.strip_quotes(settings.ansible_args.strip())} {CHECK_ARGS}".strip()
-    runner = launch.AnsibleRunner(launchers=None)
+
+
+def run(
+    *,
+    target: target_mod.Target,
+    ansible: sections.AnsibleSettings,
+    environment: plan.Environment,
+    collector: report_mod.Collector,
+    runner: Runner | None = None,
+) -> launch.RunResult:
+    """The check-mode run of ``target`` in a private data dir of its own, removed after."""
+    watch = target.watch
+    builder = plan.Builder(ansible=ansible, environment=environment)
     with (
         tempfile.TemporaryDirectory(prefix="playbook-operator-preview-") as private,
-        proxy.for_owner(target.obj) as env,
-    ):
-        spec = launch.RunSpec(
-            ident=uuid.uuid4().hex[:16],
+        builder.open(
+            owner=target.obj,
+            content=plan.Content.of(watch),
+            variables=builder.variables(target.obj, watch=watch).variables,
             private_data_dir=Path(private),
-            playbook=watch.playbook,
-            role=watch.role.name if watch.role else None,
-            roles_path=tuple(roles_path),
-            extravars=built.variables,
-            envvars=dict(env),
             # From 1 up, Ansible prints why a task was skipped (check mode, or not).
-            verbosity=max(1, settings.verbosity_for(watch.gvk)),
-            cmdline=cmdline,
-            log_events=settings.ansible_log_events,
-            collections_path=tuple(Path(p) for p in settings.ansible_collections_path),
+            verbosity=max(1, ansible.verbosity_for(watch.gvk)),
+            check=True,
             on_event=collector,
-        )
-        return runner.run(spec, log=log)
+        ) as spec,
+    ):
+        return (runner or launch.AnsibleRunner(launchers=None)).run(spec, log=log)

@@ -25,9 +25,9 @@ from typing import Any
 import yaml
 
 from runner.base import errors, logs
-from runner.config import options, watches
 from runner.kube import errors as kube_errors
 from runner.rbac import rules
+from runner.tools.preview import command as preview_command
 from runner.tools.rbac import derive, sample
 
 _MAX_RECORD = 16 * 1024 * 1024  # bytes read from --from
@@ -72,7 +72,7 @@ def _snapshot(args: argparse.Namespace, *, environ: Mapping[str, str]) -> dict[s
     if args.samples:
         return sample.record_samples(
             samples=[Path(p) for p in args.samples],
-            settings=_settings(args, environ=environ),
+            settings=preview_command.settings(args, environ=environ),
             namespace=args.namespace,
         )
     if not args.source:
@@ -124,31 +124,3 @@ def _read_role(path: Path) -> dict[str, Any] | None:
     if not isinstance(loaded, dict):
         raise InputError(f"{path}: not a Role or ClusterRole")
     return loaded
-
-
-def _settings(args: argparse.Namespace, *, environ: Mapping[str, str]) -> options.Settings:
-    roles_path = _paths(args.ansible_roles_path or environ.get("ANSIBLE_ROLES_PATH", ""))
-    collections_path = _paths(
-        args.ansible_collections_path or environ.get("ANSIBLE_COLLECTIONS_PATH", "")
-    )
-    loaded = watches.load(
-        Path(args.watches_file),
-        environ=environ,
-        roles_path=roles_path,
-        collections_path=collections_path,
-        base_dir=Path.cwd(),
-    )
-    return options.Settings(
-        watches_file=Path(args.watches_file),
-        watches=tuple(loaded),
-        kubeconfig=args.kubeconfig,
-        ansible_args=args.ansible_args,
-        ansible_roles_path=roles_path,
-        ansible_collections_path=collections_path,
-        ansible_log_events=options.LogEvents.NOTHING,
-        environ=dict(environ),
-    )
-
-
-def _paths(value: str) -> tuple[str, ...]:
-    return tuple(p for p in value.split(":") if p)

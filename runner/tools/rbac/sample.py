@@ -13,12 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runner import proxy as proxy_mod
 from runner.config import options
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
-from runner.kube.types import GVK, KubeObject, Resource
 from runner.rbac import record as rbac_record
 from runner.rbac import rules as rbac_rules
 from runner.rbac import runtime as rbac_runtime
@@ -66,29 +64,16 @@ def _run_one(
     client: client_mod.Client,
     record: rbac_record.Record,
 ) -> None:
-    def cached(resource: Resource, namespace: str, name: str) -> KubeObject | None:
-        meta = target.obj["metadata"]
-        if name == meta["name"] and namespace == (meta.get("namespace") or ""):
-            return target.obj
-        return None
-
-    def caches(gvk: GVK) -> bool:
-        return gvk == target.gvk
-
-    proxy = proxy_mod.OwnerProxy(
-        client=client,
-        inject_owner=False,
-        read_only=True,
-        cache=cached,
-        caches=caches,
-        rbac=record,
-    )
+    # preview's own proxy and run step, with a proxy that records (preview's entry
+    # point makes one that does not).
+    proxy = session_mod.read_only_proxy(target=target, client=client, rbac=record)
     proxy.start()
     try:
-        # preview's own run step, with a proxy that records (preview's entry point makes
-        # one that does not).
-        session_mod._run(
-            target=target, settings=settings, proxy=proxy, collector=report_mod.Collector()
+        session_mod.run(
+            target=target,
+            ansible=settings.ansible,
+            environment=proxy,
+            collector=report_mod.Collector(),
         )
     finally:
         proxy.shutdown()

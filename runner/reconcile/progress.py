@@ -1,0 +1,213 @@
+"""What a reconcile tells about its run: the CR's conditions and Events, around the run.
+
+Part of one reconcile (watch → queue → reconcile → ansible → **status**). Before the run,
+Running=True (and Paused off); after it, Successful or Failure with the run's counts and,
+on success, the children record a restart checks (:mod:`runner.reconcile.startup`); a run
+that could not be carried out, or a refused annotation, gets Failure with the reason. Only
+a watch that manages status gets conditions; Events are recorded either way: a failed run
+is a Warning, the first success after failures a Normal ``Recovered``.
+
+Every status write is pinned to the CR's uid (:func:`runner.status.conditions.write`), so
+a CR deleted and re-created during a run never gets that run's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from runner.ansible import launch
+from runner.base import errors, logs
+from runner.config import watches
+from runner.kube import errors as kube_errors
+from runner.kube.client import Client
+from runner.kube.types import GVK, KubeObject
+from runner.queue import trigger
+from runner.reconcile import startup
+from runner.status import conditions, recorder
+
+Transition = Callable[[list[conditions.Condition]], list[conditions.Condition]]
+
+
+@dataclass(frozen=True)
+class Started:
+    """A run about to start: what the Running write returned (None without status)."""
+
+    written: KubeObject | None
+
+
+class Progress:
+    """The conditions and Events of one watch's CRs around their runs."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        gvk: GVK,
+        events: recorder.Recorder | None,
+        children: startup.Children | None,
+    ) -> None:
+        self._client = client
+        self._gvk = gvk
+        self._recorder = events
+        self._children = children  # what each run touched: the record a restart checks
+
+    def refused(self, obj: KubeObject, *, watch: watches.Watch, message: str) -> None:
+        """The CR cannot run as it is (an unparsable annotation): Failure for this generation."""
+        if watch.manage_status:
+            self.write(
+                obj,
+                lambda c: conditions.mark_error(c, message=message, now=_now()),
+                observed=obj["metadata"].get("generation"),  # this generation was seen, and refused
+            )
+
+    def paused(self, obj: KubeObject, *, watch: watches.Watch) -> None:
+        """Paused=True: the CR is not reconciled until the annotation goes."""
+        if watch.manage_status:
+            self.write(obj, lambda c: conditions.mark_paused(c, now=_now()))
+
+    def running(
+        self, obj: KubeObject, *, watch: watches.Watch, why: trigger.Trigger
+    ) -> Started | None:
+        """Running=True, and the children record begun; None when the CR was deleted (or
+        re-created) before its run, which must then not run."""
+        if not watch.manage_status:
+            return Started(written=None)
+        # From the cached copy: saves a read; a stale copy costs a 409 and a re-read.
+        written = self.write(
+            obj,
+            lambda c: conditions.mark_running(
+                conditions.mark_resumed(c, now=_now()), now=_now(), why=why.describe()
+            ),
+            current=obj,
+        )
+        if written is None:
+            return None
+        if self._children is not None:  # the record lives in status
+            self._children.begin(str(obj["metadata"].get("uid", "")))
+        return Started(written=written)
+
+    def finished(
+        self,
+        obj: KubeObject,
+        result: launch.RunResult,
+        *,
+        watch: watches.Watch,
+        started: Started,
+        finalizing: bool,
+    ) -> None:
+        """Successful or Failure with the run's counts (none for a finalizer run that
+        succeeded: the CR goes), then the run's Event."""
+        meta = obj["metadata"]
+        if watch.manage_status and not (finalizing and not result.failed):
+            # From what the Running write returned: unless the role wrote status
+            # meanwhile (then a 409 and a re-read), no read is needed.
+            self.write(
+                obj,
+                _done(result),
+                observed=meta.get("generation"),
+                current=started.written,
+                fields=self._children_fields(meta, result=result, finalizing=finalizing),
+            )
+        if self._recorder is None or finalizing:
+            return
+        if result.failed:
+            self._recorder.record(
+                obj, warning=True, reason=recorder.REASON_FAILED, message=failure_message(result)
+            )
+        elif recorder.failing(obj):
+            self._recorder.record(
+                obj,
+                warning=False,
+                reason=recorder.REASON_RECOVERED,
+                message="Reconciled again after failing",
+            )
+
+    def run_step_failed(
+        self, obj: KubeObject, exc: Exception, *, watch: watches.Watch, log: logs.BoundLogger
+    ) -> str:
+        """Report a run that could not be carried out: Failure (Running off), a Warning
+        Event; returns the message."""
+        detail = str(exc) if isinstance(exc, errors.ReconcileError) else _describe(exc)
+        message = f"Ansible could not run: {detail}"
+        log.error("Ansible could not run", extra={"error": detail})
+        if watch.manage_status:
+            try:
+                self.write(
+                    obj,
+                    lambda c: conditions.mark_error(c, message=message, now=_now()),
+                    observed=obj["metadata"].get("generation"),
+                )
+            except (errors.ReconcileError, kube_errors.KubeError) as write_error:
+                log.warning("could not write Failure", extra={"error": str(write_error)})
+        if self._recorder is not None:
+            self._recorder.record(obj, warning=True, reason=recorder.REASON_FAILED, message=message)
+        return message
+
+    def write(
+        self,
+        obj: KubeObject,
+        transition: Transition,
+        *,
+        observed: int | None = None,
+        current: KubeObject | None = None,
+        fields: Mapping[str, object] | None = None,
+    ) -> KubeObject | None:
+        """One conditions update of ``obj``'s status; None when the CR is gone (or another)."""
+        meta = obj["metadata"]
+        return conditions.write(
+            self._client,
+            gvk=self._gvk,
+            namespace=meta.get("namespace") or "",
+            name=meta["name"],
+            conditions_update=transition,
+            observed_generation=observed,
+            current=current,
+            uid=meta.get("uid"),
+            fields=fields,
+        )
+
+    def _children_fields(
+        self, meta: Mapping[str, object], *, result: launch.RunResult, finalizing: bool
+    ) -> dict[str, object] | None:
+        """``status.reconciledChildren`` for a successful run (reconcile.startup), else None."""
+        if self._children is None:
+            return None
+        seen = self._children.take(str(meta.get("uid", "")))
+        if result.failed or finalizing:
+            return None
+        # None (too many children to record) removes an older record: a merge patch's null.
+        return {startup.STATUS_FIELD: startup.record(seen)}
+
+
+def failure_message(result: launch.RunResult) -> str:
+    """operator-sdk's Failure message: each failed task's message, one per line; we also
+    name the task so the status says where it broke."""
+    if not result.failed_tasks:
+        return "unknown playbook failure"
+    return "\n".join(f"{task.task}: {task.message}" for task in result.failed_tasks)
+
+
+def _done(result: launch.RunResult) -> Transition:
+    """The final condition transition for a finished run."""
+    summary = conditions.AnsibleResult(
+        ok=result.ok,
+        changed=result.changed,
+        skipped=result.skipped,
+        failures=result.failures,
+        completion=result.completion,
+    )
+    if result.failed:
+        message = failure_message(result)
+        return lambda c: conditions.mark_failed(c, result=summary, message=message, now=_now())
+    return lambda c: conditions.mark_successful(c, result=summary, now=_now())
+
+
+def _describe(exc: Exception) -> str:
+    """An unexpected exception, for a status message: its type and text."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
