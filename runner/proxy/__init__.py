@@ -37,10 +37,19 @@ server only; the listener is bounded (:mod:`runner.proxy.listener`).
 
 Read-only (``playbook-operator preview``): reads and ``dryRun=All`` writes pass;
 every other write, and every exec, attach or port-forward, is answered 403.
+
+Inside, modules import only downward (an import-linter contract): ``server``
+(wiring) over ``handler`` (one request's HTTP) over ``exchange`` (its API side)
+over ``reads``, ``marking`` and ``audit``, over ``writes``, over ``sessions``,
+over ``routing``, ``listener`` and ``ownership``. Of the runtime, the request
+path imports only :mod:`runner.kube`, :mod:`runner.base` and :mod:`runner.rbac`.
 """
 
 from __future__ import annotations
 
-from runner.proxy.server import CacheLookup, ChildObserver, OwnerProxy, RefusedWrite
+from runner.proxy.audit import RefusedWrite
+from runner.proxy.exchange import ChildObserver
+from runner.proxy.reads import CacheLookup
+from runner.proxy.server import OwnerProxy
 
 __all__ = ["CacheLookup", "ChildObserver", "OwnerProxy", "RefusedWrite"]

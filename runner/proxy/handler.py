@@ -1,17 +1,16 @@
-"""One request through the per-run proxy: who sent it, where it goes, what comes back.
+"""One request through the per-run proxy, over HTTP: who sent it, its body, the answer's framing.
 
 Part of the Ansible ↔ API stage (see the package docstring). The handler finds
-the run from its token, asks :class:`~runner.proxy.server.OwnerProxy` what to
-mark and what to read from the caches, forwards the rest to the API server, and
-relays the answer: whole, chunk by chunk for watches and followed logs, or byte
-for byte once exec, attach or port-forward switched protocols
-(:mod:`runner.kube.tunnel`). Streams end when their run does.
+the run from its token (:mod:`runner.proxy.routing`), reads the body within the
+listener's bounds, hands what the request means to the runtime to an
+:class:`~runner.proxy.exchange.Exchange` (caches, owner marks, writes), forwards
+it to the API server, and relays the answer: whole, chunk by chunk for watches
+and followed logs, or byte for byte once exec, attach or port-forward switched
+protocols (:mod:`runner.kube.tunnel`). Streams end when their run does.
 
-The request target is appended to the API server's URL, so only a plain API path
-is forwarded (:func:`route`): anything else — ``@host/...``, an absolute URL,
-``//host/...`` — could name another host and hand it the operator's credentials.
-What the listener bounds (timeouts, connections, body size) is in
-:mod:`runner.proxy.listener`.
+It knows the proxy only through the :class:`~runner.proxy.exchange.Services` the
+server hands it, never the server itself. What the listener bounds (timeouts,
+connections, body size) is in :mod:`runner.proxy.listener`.
 """
 
 from __future__ import annotations
@@ -19,25 +18,19 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import socket
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
-from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from runner.kube import errors as kube_errors
-from runner.kube import paths, tunnel
-from runner.kube.client import APPLY_PATCH, JSON, TransportError
-from runner.kube.types import GVK, Resource
-from runner.proxy import listener, ownership
-
-if TYPE_CHECKING:
-    from runner.proxy.server import OwnerProxy, Session
+from runner.kube import tunnel
+from runner.kube.client import TransportError
+from runner.proxy import exchange, listener, routing, sessions
 
 log = logging.getLogger("runner.proxy")
 
-RUNS = "/runs/"  # path prefix naming the run: /runs/<token>/api/...
 #: Seconds each read of a non-stream answer may take (the API server's own request
 #: timeout is 60 s; a frozen connection must not hold a run's task forever).
 READ_TIMEOUT = 60.0
@@ -59,15 +52,6 @@ _UPGRADE_HEADERS = frozenset(
 )
 # What the client gets of an API server's answer head, besides its status.
 _RELAYED_HEADERS = ("Content-Type", "Warning", "Retry-After")
-_TOKEN = re.compile(r"[A-Za-z0-9_-]+")  # secrets.token_urlsafe's alphabet
-# An origin-form API path: "/" and a name (so the server's URL keeps its host, and
-# "@host" cannot become one), printable ASCII without "#" or a backslash (which some
-# parsers read as a slash).
-_API_PATH = re.compile(r"/(?:[A-Za-z.][!-~]*)?")
-
-
-class BadTargetError(ValueError):
-    """A request target that is not a run's API path; answered 400."""
 
 
 def _status_body(code: int, reason: str, message: str) -> bytes:
@@ -81,57 +65,6 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
             "message": message,
         }
     ).encode()
-
-
-def route(target: str, authorization: str) -> tuple[str, str]:
-    """The run's token and the API path of a request target, or :class:`BadTargetError`.
-
-    ``/runs/<token>/api/...`` (kubeconfig clients), or an API path with a bearer
-    token. The API path is appended to the API server's URL as is, so it must be
-    a path on that server: ``@host/...``, ``http://host/...`` or ``//host/...``
-    are refused, and so are dot segments (the forwarded path would not be the one
-    checked here).
-    """
-    token = ""
-    path = target
-    if target.startswith(RUNS):
-        token, slash, rest = target[len(RUNS) :].partition("/")
-        if not _TOKEN.fullmatch(token) or not slash:
-            raise BadTargetError("expected /runs/<token>/<API path>")
-        path = "/" + rest
-    else:
-        scheme, _, value = authorization.partition(" ")
-        token = value.strip() if scheme == "Bearer" else ""
-    if not _API_PATH.fullmatch(path) or "#" in path or "\\" in path:
-        raise BadTargetError("expected an API path: /api/..., /apis/..., /version ...")
-    segments = urlsplit(path).path.split("/")
-    if any(unquote(segment) in (".", "..") for segment in segments):
-        raise BadTargetError("dot segments are not forwarded")
-    return token, path
-
-
-def flag(query: Mapping[str, list[str]], name: str) -> bool:
-    """A boolean query parameter as the API server reads it: set, and not "false" or "0"."""
-    values = query.get(name) or []
-    return bool(values) and values[0].lower() not in ("false", "0")
-
-
-def _is_stream(url: SplitResult, query: Mapping[str, list[str]], content_type: str) -> bool:
-    """Whether an answer is relayed as it comes: a watch (however asked for) or followed logs."""
-    return (
-        flag(query, "watch")
-        or flag(query, "follow")
-        or _is_watch_path(url.path)
-        or "stream=watch" in content_type
-    )
-
-
-def _is_watch_path(path: str) -> bool:
-    """The deprecated watch paths: /api/v1/watch/..., /apis/<group>/<version>/watch/..."""
-    parts = path.split("/")
-    return (parts[1:2] == ["api"] and parts[3:4] == ["watch"]) or (
-        parts[1:2] == ["apis"] and parts[4:5] == ["watch"]
-    )
 
 
 def _content_length(value: str | None) -> int | None:
@@ -152,48 +85,9 @@ def _allowed_read_only(method: str, query: Mapping[str, list[str]]) -> bool:
     return method in ("GET", "HEAD") or query.get("dryRun") == ["All"]
 
 
-def _is_apply(content_type: str) -> bool:
-    return content_type.split(";", maxsplit=1)[0].strip() == APPLY_PATCH
+def handler_for(services: exchange.Services) -> type[BaseHTTPRequestHandler]:
+    """The request handler class of a proxy made of ``services``."""
 
-
-def request_info(url: SplitResult, target: paths.Target | None) -> dict[str, object]:
-    """A GET as ansible-operator's "Skipping cache lookup" line names it: Kubernetes'
-    RequestInfo, field for field, so log queries built on that line keep matching."""
-    if target is None:
-        return {"IsResourceRequest": False, "Path": url.path, "Verb": "get"}
-    watching = parse_qs(url.query).get("watch", [""])[0] in ("1", "true")
-    parts = [p for p in (target.plural, target.name, target.subresource) if p]
-    return {
-        "IsResourceRequest": True,
-        "Path": url.path,
-        "Verb": "watch" if watching else "get" if target.name else "list",
-        "APIPrefix": "api" if not target.group else "apis",
-        "APIGroup": target.group,
-        "APIVersion": target.version,
-        "Namespace": target.namespace,
-        "Resource": target.plural,
-        "Subresource": target.subresource,
-        "Name": target.name,
-        "Parts": parts,
-    }
-
-
-def _write_key(
-    method: str, target: paths.Target | None, resource: Resource | None, body: bytes | None
-) -> tuple[GVK, str, str] | None:
-    """Which object a mutating request writes, when it can be told before the answer."""
-    if method not in ("POST", "PUT", "PATCH") or target is None or resource is None:
-        return None
-    if target.subresource and target.subresource != "status":
-        return None
-    name = target.name
-    if not name and body:
-        with contextlib.suppress(ValueError, AttributeError):
-            name = str((json.loads(body).get("metadata") or {}).get("name") or "")
-    return (resource.gvk, target.namespace, name) if name else None
-
-
-def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(listener.BoundedHandler):
         def setup(self) -> None:
             super().setup()
@@ -252,23 +146,23 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
 
         def _handle(self) -> None:
             try:
-                token, self.path = route(self.path, self.headers.get("Authorization", ""))
-            except BadTargetError as exc:
+                token, self.path = routing.route(self.path, self.headers.get("Authorization", ""))
+            except routing.BadTargetError as exc:
                 self._refuse(400, "BadRequest", f"not a run's API path: {exc}")
                 return
-            session = proxy.session_for(token) if token else None
+            session = services.sessions.get(token) if token else None
             if session is None:
                 self._refuse(401, "Unauthorized", "no live run owns this token")
                 return
             ok, body = self._body()
             if not ok:
                 return
-            if proxy.read_only and (
+            if services.read_only and (
                 self.headers.get("Upgrade")
                 or not _allowed_read_only(self.command, parse_qs(urlsplit(self.path).query))
             ):
-                proxy.refuse(self.command, self.path, body)
-                proxy.account(session, method=self.command, path=self.path)
+                services.audit.refuse(self.command, self.path, body)
+                services.audit.account(session, method=self.command, path=self.path)
                 message = f"read-only proxy: {self.command} {urlsplit(self.path).path} refused"
                 self._send(403, _status_body(403, "Forbidden", message))
                 return
@@ -277,115 +171,63 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                 return
             self._forward(session, body)
 
-        def _forward(self, session: Session, body: bytes | None) -> None:
-            owner = session.owner
-            url = urlsplit(self.path)
-            if self.command == "GET" and url.path == "/version" and proxy.version is not None:
+        def _forward(self, session: sessions.Session, body: bytes | None) -> None:
+            hit = [("Content-Type", "application/json"), ("X-Cache", "HIT")]
+            version = services.version
+            asks_version = self.command == "GET" and urlsplit(self.path).path == "/version"
+            if asks_version and version is not None:
                 # Every kubernetes.core task asks; it changes only with an API server
                 # upgrade, and a stale answer only affects client-side version checks.
-                self._send(
-                    200, proxy.version, [("Content-Type", "application/json"), ("X-Cache", "HIT")]
-                )
+                self._send(200, version, hit)
                 return
-            target = paths.parse_path(url.path)
-            resource = proxy.resource_of(target) if target else None
-            query = parse_qs(url.query)
+            request = exchange.Exchange(
+                services,
+                session,
+                method=self.command,
+                path=self.path,
+                content_type=self.headers.get("Content-Type", ""),
+            )
             if self.command == "GET":
-                cached = proxy.cached_read(session, target, resource, url)
-                if cached is not None and resource is not None:
-                    proxy.account(session, method="GET", path=self.path, cached=True)
-                    proxy.observe(owner, resource, cached)
-                    self._send(
-                        200,
-                        json.dumps(cached).encode(),
-                        [("Content-Type", "application/json"), ("X-Cache", "HIT")],
-                    )
+                cached = request.cached()
+                if cached is not None:
+                    self._send(200, cached, hit)
                     return
             headers = {k: v for k, v in self.headers.items() if k.lower() in _FORWARDED_HEADERS}
-            applying = False  # a server-side apply whose 201 answer means "created by us"
-            if proxy.inject_owner and target and resource and body and not target.subresource:
-                if self.command == "POST" and not target.name:
-                    body = proxy.rewrite_body(owner, target, resource, body)
-                elif self.command == "PUT" and target.name:
-                    body = proxy.keep_owner(owner, target, resource, body)
-                elif self.command == "PATCH" and target.name:
-                    applying = _is_apply(self.headers.get("Content-Type", ""))
-                    if applying:  # the created object must be readable to be adopted
-                        headers = {k: v for k, v in headers.items() if k.lower() != "accept"}
-                        headers["Accept"] = JSON
-            write_key = _write_key(self.command, target, resource, body)
-            if write_key is not None:
-                proxy.begin_write(write_key)
-            # What this run's later reads of the object must not take from a stale cache.
-            written = write_key
-            deleting = self.command == "DELETE" and target and not target.subresource
-            if deleting and target and resource and target.name:
-                written = (resource.gvk, target.namespace, target.name)
-            try:
-                upstream = proxy.client.forward(
-                    self.command,
-                    self.path,
-                    body=body,
-                    headers=headers,
-                    # Streams end with their run instead; an answer that turns out
-                    # to be a watch only by its content type keeps the bound.
-                    read_timeout=None if _is_stream(url, query, "") else READ_TIMEOUT,
-                )
-            except kube_errors.TransportError as exc:
-                if write_key is not None:
-                    proxy.end_write(write_key, None)
-                if written is not None:
-                    proxy.wrote(session, written, None)  # it may or may not have happened
-                self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
-                return
-            proxy.account(session, method=self.command, path=self.path, status=upstream.status)
-            try:
-                if _is_stream(url, query, upstream.headers.get("Content-Type", "")):
-                    self._relay_stream(session, upstream)
+            body, headers = request.outgoing(body, headers)
+            with request.write(body) as write:
+                try:
+                    upstream = services.client.forward(
+                        self.command,
+                        self.path,
+                        body=body,
+                        headers=headers,
+                        # Streams end with their run instead; an answer that turns out
+                        # to be a watch only by its content type keeps the bound.
+                        read_timeout=None if request.is_stream() else READ_TIMEOUT,
+                    )
+                except kube_errors.TransportError as exc:
+                    write.lost()
+                    self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
                     return
-                data = upstream.read(decode_content=True)
-                if self.command == "GET" and url.path == "/version" and upstream.status == 200:
-                    proxy.version = data
-                payload: Any = None
-                if target and resource and 200 <= upstream.status < 300 and not target.subresource:
-                    with contextlib.suppress(ValueError):
-                        payload = json.loads(data)
-                if applying and upstream.status == 201 and isinstance(payload, dict):
-                    assert target is not None and resource is not None
-                    proxy.remember(payload)
-                    if "dryRun" in query:  # nothing was created: show what would be
-                        ownership.inject(
-                            owner,
-                            payload,
-                            child_namespaced=resource.namespaced,
-                            child_namespace=target.namespace,
-                        )
-                    else:
-                        payload = proxy.adopt(owner, target, resource, payload)
-                    data = json.dumps(payload).encode()
-                succeeded = 200 <= upstream.status < 300
-                if written is not None and succeeded and "dryRun" not in query:
-                    # Before the run sees the answer: its next read of the object is fresh.
-                    proxy.wrote(session, written, None if self.command == "DELETE" else payload)
-                if write_key is not None:
-                    # Before the run sees the answer: the watch echo of this write is known.
-                    proxy.end_write(write_key, payload if succeeded else None)
-                    write_key = None
-                self._send(upstream.status, data, _relayed(upstream.headers))
-                if payload is not None and resource is not None:
-                    proxy.observe(owner, resource, payload)
-            finally:
-                if write_key is not None:
-                    proxy.end_write(write_key, None)
-                upstream.release_conn()
+                status = upstream.status
+                services.audit.account(session, method=self.command, path=self.path, status=status)
+                try:
+                    if request.is_stream(upstream.headers.get("Content-Type", "")):
+                        self._relay_stream(session, upstream)
+                        return
+                    data = request.answer(status, upstream.read(decode_content=True), write)
+                    self._send(status, data, _relayed(upstream.headers))
+                    request.answered()
+                finally:
+                    upstream.release_conn()
 
-        def _switch(self, session: Session, body: bytes | None) -> None:
+        def _switch(self, session: sessions.Session, body: bytes | None) -> None:
             """Switch protocols with the API server and splice the two connections."""
             self.close_connection = True  # the connection becomes the stream, or is done
             headers = [(k, v) for k, v in self.headers.items() if k.lower() in _UPGRADE_HEADERS]
             try:
                 answer = tunnel.open_upgrade(
-                    proxy.client.config,
+                    services.client.config,
                     method=self.command,
                     path=self.path,
                     headers=headers,
@@ -394,7 +236,9 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
             except kube_errors.TransportError as exc:
                 self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
                 return
-            proxy.account(session, method=self.command, path=self.path, status=answer.status)
+            services.audit.account(
+                session, method=self.command, path=self.path, status=answer.status
+            )
             with contextlib.closing(answer.connection):
                 if answer.status != tunnel.SWITCHING_PROTOCOLS:
                     names = {name.lower() for name in _RELAYED_HEADERS}
@@ -407,7 +251,7 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                     tunnel.cut(near)
                     tunnel.cut(far)
 
-                if not proxy.hold_stream(session, close):
+                if not services.sessions.hold_stream(session, close):
                     return  # the run ended meanwhile
                 try:
                     self.send_response_only(answer.status, answer.reason)
@@ -424,9 +268,9 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                 except OSError:
                     pass  # the client went away, or the run ended, before the splice
                 finally:
-                    proxy.drop_stream(session, close)
+                    services.sessions.drop_stream(session, close)
 
-        def _relay_stream(self, session: Session, upstream: Any) -> None:
+        def _relay_stream(self, session: sessions.Session, upstream: Any) -> None:
             near = self.connection
 
             def close() -> None:
@@ -435,7 +279,7 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
                     upstream.shutdown()
                 tunnel.cut(near)
 
-            if not proxy.hold_stream(session, close):
+            if not services.sessions.hold_stream(session, close):
                 upstream.close()
                 self._refuse(401, "Unauthorized", "no live run owns this token")
                 return
@@ -454,7 +298,7 @@ def handler_for(proxy: OwnerProxy) -> type[BaseHTTPRequestHandler]:
             except (OSError, TransportError):
                 self.close_connection = True  # either side went away, or the run ended
             finally:
-                proxy.drop_stream(session, close)
+                services.sessions.drop_stream(session, close)
                 upstream.close()  # a stream's connection is not reused
 
     return Handler

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from runner.kube import paths
-from runner.proxy import handler
+from runner.proxy import routing
 
 
 @pytest.mark.parametrize(
@@ -67,6 +67,6 @@ from runner.proxy import handler
 )
 def test_request_info_has_kubernetes_field_names(url: str, expected: dict[str, object]) -> None:
     split = urlsplit(url)
-    info = handler.request_info(split, paths.parse_path(split.path))
+    info = routing.request_info(split, paths.parse_path(split.path))
     seen = {key: info.get(key) for key in expected}
     assert seen == expected, f"expected {expected}, saw {info}"
