@@ -2,9 +2,12 @@
 
 Part of the Ansible stage (watch → queue → reconcile → **ansible** → status).
 :class:`AnsibleRunner` is the only code in the runtime that knows
-ansible-runner's API. Per run it writes the CR's private data dir (extra vars,
-inventory, a play for a role), runs ``ansible-playbook`` through
-``ansible_runner.Runner`` and folds the job events (:mod:`runner.ansible.events`).
+ansible-runner's API. Per run it has the CR's private data dir written (extra
+vars, inventory, a play for a role: :mod:`runner.ansible.inputs`), runs
+``ansible-playbook`` through ``ansible_runner.Runner`` with its output read live
+(:mod:`runner.ansible.output`) and killed at its timeout
+(:mod:`runner.ansible.deadline`), and folds the job events
+(:mod:`runner.ansible.events`) into a :class:`RunResult`.
 
 Why not ``ansible_runner.run()``: it drives ``ansible-playbook`` through pexpect,
 whose ``close()`` sleeps a fixed 0.1 s per run (ptyprocess ``delayafterclose``)
@@ -27,19 +30,15 @@ two runs on one private data dir at once (the queue never does).
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import json
 import os
-import select
 import shlex
 import shutil
 import sys
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,63 +46,19 @@ import ansible_runner
 from ansible_runner.utils import OutputEventFilter
 
 from runner import warm
-from runner.ansible import events, privatedir
+from runner.ansible import deadline, events, inputs, output, privatedir
 from runner.ansible.events import FailedTask, LogEvents, Logger
+from runner.ansible.spec import RunSpec
 from runner.base import errors
-from runner.warm import tree
 
 __all__ = ["AnsibleRunner", "FailedTask", "LogEvents", "RunResult", "RunSpec", "strip_quotes"]
 
-#: The shipped ``playbook_operator.util`` collection, first on every collections path.
-COLLECTION_DIR = Path(__file__).resolve().parent.parent / "collection"
-#: Ansible's default collections path; kept after ours and the user's.
-DEFAULT_COLLECTIONS_PATH = ("~/.ansible/collections", "/usr/share/ansible/collections")
-#: Lets the collection's modules import ``runner.kube`` when the package is not installed.
-LIB_ENV = "PLAYBOOK_OPERATOR_LIB"
-_LIB_DIR = Path(__file__).resolve().parent.parent.parent
 #: In a run's artifact dir: how ansible-playbook was started (warm, cold, lost: why).
 LAUNCHER_STATUS = "launcher"
 #: ``RunResult.status`` of a run killed at ``RunSpec.timeout`` (ansible-runner's word).
 TIMEOUT = "timeout"
 #: Each CR's Ansible local temp dir, in its private data dir (ANSIBLE_LOCAL_TEMP).
 LOCAL_TEMP = privatedir.LOCAL_TEMP
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunSpec:
-    """One run of a role or playbook for one custom resource.
-
-    ``private_data_dir`` is per CR and reused across runs; ``ident`` names this
-    run's ``artifacts/<ident>``. ``cmdline`` is operator-sdk's ``--ansible-args``
-    (outer single quotes are stripped). ``gathering_explicit``: default
-    ``ANSIBLE_GATHERING=explicit`` unless the environment sets it.
-    ``rotate_artifacts`` keeps that many artifact dirs (0 keeps all).
-    ``on_event`` sees every job event too, in order (``playbook-operator preview``
-    reads the tasks' results from them).
-    """
-
-    ident: str
-    private_data_dir: Path
-    extravars: Mapping[str, Any]
-    playbook: Path | None = None
-    role: str | None = None
-    roles_path: Sequence[Path] = ()
-    envvars: Mapping[str, str] = field(default_factory=dict)
-    verbosity: int = 0
-    cmdline: str = ""
-    rotate_artifacts: int = 20
-    log_events: LogEvents = LogEvents.TASKS
-    gathering_explicit: bool = True
-    collections_path: Sequence[Path] = ()
-    inventory: Path | None = None  # default: localhost, local connection, this Python
-    timeout: float | None = None  # seconds; the run is killed after it
-    on_event: Callable[[Mapping[str, Any]], None] | None = None
-
-    def __post_init__(self) -> None:
-        if (self.playbook is None) == (self.role is None):
-            raise ValueError("RunSpec needs exactly one of playbook and role")
-        if not self.ident or "/" in self.ident or self.ident in (".", "..", "latest"):
-            raise ValueError(f"RunSpec ident {self.ident!r} cannot name an artifact dir")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,67 +192,10 @@ class AnsibleRunner:
             recap=tally.recap,
         )
 
-    # -- the private data dir -------------------------------------------------
+    # -- ansible-runner's configuration --------------------------------------
 
     def _config(self, spec: RunSpec, *, launchers: warm.Launchers | None) -> Any:
-        pdd = spec.private_data_dir.resolve()
-        pdd.mkdir(mode=0o700, parents=True, exist_ok=True)
-        privatedir.clear_inputs(pdd)
-        for sub in ("env", "inventory", "project"):
-            (pdd / sub).mkdir(mode=0o700)
-        privatedir.write_private(
-            pdd / "env" / "extravars", json.dumps(dict(spec.extravars), default=_json)
-        )
-        env = self._environment(spec)
-        if env.get("ANSIBLE_LOCAL_TEMP") == str(pdd / LOCAL_TEMP):
-            # What the previous run of this CR left (one killed by its timeout never
-            # cleans up); runs of one CR never overlap.
-            shutil.rmtree(pdd / LOCAL_TEMP, ignore_errors=True)
-            (pdd / LOCAL_TEMP).mkdir(mode=0o700)
-
-        inventory = spec.inventory
-        user_inventory = [
-            Path(source.strip()).resolve()
-            for source in {**os.environ, **env}.get("ANSIBLE_INVENTORY", "").split(",")
-            if source.strip()
-        ]
-        if inventory is None and user_inventory:
-            # ansible-operator's habit: $ANSIBLE_INVENTORY (files or directories, with
-            # their group_vars/host_vars) is copied into the run's inventory, freshly for
-            # each run so nothing of an earlier run's inventory lingers. Without a
-            # definition of localhost there, Ansible's implicit localhost (local
-            # connection, this Python) serves role plays, outside the group "all".
-            inventory = pdd / "inventory"
-            for source in user_inventory:
-                if source.is_dir():
-                    shutil.copytree(source, inventory, dirs_exist_ok=True)
-                    continue
-                name = "hosts" if len(user_inventory) == 1 else source.name
-                shutil.copy2(source, inventory / name)
-                for beside in ("group_vars", "host_vars"):  # read beside a file, as Ansible does
-                    if (source.parent / beside).is_dir():
-                        shutil.copytree(
-                            source.parent / beside, inventory / beside, dirs_exist_ok=True
-                        )
-        if inventory is None:
-            inventory = pdd / "inventory" / "hosts"
-            python = shlex.quote(
-                launchers.module_interpreter(env={**os.environ, **env}, cwd=str(pdd / "project"))
-                if launchers is not None
-                else self._python
-            )
-            line = f"localhost ansible_connection=local ansible_python_interpreter={python}"
-            privatedir.write_private(inventory, line + "\n")
-        if spec.playbook is not None:
-            playbook = spec.playbook.resolve()
-        else:
-            play: dict[str, Any] = {"name": spec.role, "hosts": "localhost"}
-            if env.get("ANSIBLE_GATHERING", os.environ.get("ANSIBLE_GATHERING")) == "explicit":
-                play["gather_facts"] = False
-            play["roles"] = [{"role": spec.role}]
-            playbook = pdd / "project" / "role.json"
-            privatedir.write_private(playbook, json.dumps([play]))
-
+        written = inputs.write(spec, python=self._python, launchers=launchers)
         cmdline = strip_quotes(spec.cmdline.strip())
         try:
             shlex.split(cmdline)  # a bad quote is a launch error, not a crash in ansible-runner
@@ -311,11 +209,11 @@ class AnsibleRunner:
                 f"ansible-playbook {self._ansible_playbook} is missing or not executable"
             )
         config = ansible_runner.RunnerConfig(
-            private_data_dir=str(pdd),
-            playbook=str(playbook),
-            inventory=str(inventory),
+            private_data_dir=str(written.private_data_dir),
+            playbook=str(written.playbook),
+            inventory=str(written.inventory),
             ident=spec.ident,
-            envvars=env,
+            envvars=written.env,
             cmdline=cmdline or None,
             verbosity=spec.verbosity or None,
             rotate_artifacts=0,  # we rotate, sparing the `latest` link
@@ -341,36 +239,6 @@ class AnsibleRunner:
                 status=Path(config.artifact_dir) / LAUNCHER_STATUS,
             )
         return config
-
-    def _environment(self, spec: RunSpec) -> dict[str, str]:
-        env = dict(spec.envvars)
-        seen = {**os.environ, **env}
-        if spec.gathering_explicit and "ANSIBLE_GATHERING" not in seen:
-            env["ANSIBLE_GATHERING"] = "explicit"
-        if "ANSIBLE_LOCAL_TEMP" not in seen:
-            # Ansible's controller-side temp dir inside the CR's private data dir, emptied
-            # before each run, instead of ~/.ansible/tmp, where every killed run left one.
-            env["ANSIBLE_LOCAL_TEMP"] = str(spec.private_data_dir.resolve() / LOCAL_TEMP)
-        if "ANSIBLE_PIPELINING" not in seen:
-            # Modules reach the local interpreter on stdin instead of through a temp
-            # file and three shell commands per task (mkdir, chmod, rm).
-            env["ANSIBLE_PIPELINING"] = "True"
-        env["ANSIBLE_COLLECTIONS_PATH"] = _join_paths(
-            [str(COLLECTION_DIR)],
-            [str(p) for p in spec.collections_path],
-            _split(seen.get("ANSIBLE_COLLECTIONS_PATH")),
-            _split(seen.get("ANSIBLE_COLLECTIONS_PATHS")),
-            [os.path.expanduser(p) for p in DEFAULT_COLLECTIONS_PATH],
-            # operator_sdk.util for roles written for ansible-operator: last, so that an
-            # installed copy (requirements.yml) is the one used wherever there is one.
-            [str(COLLECTION_DIR / "compat")],
-        )
-        if spec.roles_path:
-            env["ANSIBLE_ROLES_PATH"] = _join_paths(
-                [str(p) for p in spec.roles_path], _split(seen.get("ANSIBLE_ROLES_PATH"))
-            )
-        env.setdefault(LIB_ENV, str(_LIB_DIR))
-        return env
 
     # -- the run ------------------------------------------------------------
 
@@ -404,79 +272,28 @@ class AnsibleRunner:
         except OSError as exc:
             raise errors.AnsibleLaunchError(f"cannot write the run's artifacts: {exc}") from exc
         sink = OutputEventFilter(stdout_file, runner.event_callback, True)
-        read_fd, write_fd = os.pipe()
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        # The child's stdout and stderr go to one pipe, as on the pty of pexpect mode.
-        config.input_fd, config.output_fd, config.error_fd = devnull, write_fd, write_fd
-        stop = threading.Event()
-        reader = threading.Thread(
-            target=_pump,
-            args=(read_fd, sink, stop),
-            name=f"ansible-events-{config.ident}",
-            daemon=True,
+        reader = output.Output(
+            sink, name=f"ansible-events-{config.ident}", grace=self._output_grace
         )
+        # The child's stdout and stderr go to one pipe, as on the pty of pexpect mode.
+        config.input_fd, config.output_fd, config.error_fd = reader.descriptors()
         reader.start()
-        expired = threading.Event()
-        timer = None
-        if timeout is not None:
-            # Every process of the run inherits ansible-runner's per-run artifact dir
-            # variable: the mark finds them wherever they moved (workers setsid()).
-            # Warm launchers kill what they forked for a run when its client dies; the
-            # program launcher's own environment may hold an earlier run's mark.
-            mark = f"AWX_ISOLATED_DATA_DIR={config.env.get('AWX_ISOLATED_DATA_DIR', '')}"
-
-            def expire() -> None:
-                expired.set()
-                spare = tree.descendants(launchers.pids()) if launchers else set()
-                tree.kill_tree(tree.marked(mark) - spare)
-
-            timer = threading.Timer(timeout, expire)
-            timer.daemon = True
-            timer.start()
+        # The mark every process of the run inherits (see runner.ansible.deadline).
+        mark = f"AWX_ISOLATED_DATA_DIR={config.env.get('AWX_ISOLATED_DATA_DIR', '')}"
+        timer = deadline.Deadline(timeout, mark=mark, launchers=launchers)
+        timer.start()
         try:
             status, rc = runner.run()
         except Exception as exc:
             raise errors.AnsibleLaunchError(f"ansible-runner failed: {exc}") from exc
         finally:
-            if timer is not None:
-                timer.cancel()
-                timer.join()
-            os.close(write_fd)
-            os.close(devnull)
-            # EOF comes once every holder of the pipe is gone. A process a task left
-            # behind may hold it open: then read what is there and stop when it idles.
-            reader.join(self._output_grace)
-            if reader.is_alive():
-                stop.set()
-                reader.join(self._output_grace)
-                log.warning("ansible output still open after the run; stopped reading it")
-        if expired.is_set():
+            timer.cancel()
+            reader.finish(log=log)
+        if timer.expired():
             status = TIMEOUT
             with contextlib.suppress(OSError):
                 privatedir.write_private(artifact_dir / "status", TIMEOUT)
         return status, rc
-
-
-def _pump(fd: int, sink: Any, stop: threading.Event) -> None:
-    """Feed the child's output to ansible-runner's event filter until EOF, or until
-    ``stop`` is set and nothing more arrives."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP)
-    try:
-        while True:
-            if not poller.poll(200):
-                if stop.is_set():
-                    break
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            sink.write(decoder.decode(chunk))
-        sink.write(decoder.decode(b"", final=True))
-    finally:
-        sink.close()
-        os.close(fd)
 
 
 def _timed_out(tally: events.Tally, *, timeout: float | None) -> FailedTask:
@@ -495,29 +312,6 @@ def _no_stats_message(output: str) -> str:
     if start is not None:
         return events.clip("\n".join(lines[start:]).strip())
     return "Ansible ended without a result (no playbook_on_stats event)"
-
-
-def _json(value: Any) -> Any:
-    """JSON for what YAML watch vars may hold besides JSON types."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=str)
-    if isinstance(value, date):
-        return value.isoformat()
-    return str(value)
-
-
-def _split(value: str | None) -> list[str]:
-    return [p for p in (value or "").split(os.pathsep) if p]
-
-
-def _join_paths(*groups: Sequence[str]) -> str:
-    seen: dict[str, None] = {}
-    for group in groups:
-        for path in group:
-            seen.setdefault(path, None)
-    return os.pathsep.join(seen)
 
 
 def _find_ansible_playbook(python: str) -> str:

@@ -7,7 +7,11 @@ and for the interpreter that starts modules; everything else about a run is
 unchanged. Modules:
 
 - :mod:`runner.warm.pool` — the runtime's side: starts, restarts and stops launchers;
+- :mod:`runner.warm.spawn` — starting one launcher process, and the lifeline;
+- :mod:`runner.warm.succession` — the pool's side of replacing a launcher between runs;
 - :mod:`runner.warm.zygote` — a launcher process: imports once, forks a child per start;
+- :mod:`runner.warm.sameness` — whether a request's import-time inputs are a launcher's;
+- :mod:`runner.warm.child` — what a forked child becomes, and running its program;
 - :mod:`runner.warm.recycle` — when a launcher is replaced (runs, RSS) and how the
   replacement takes over between runs;
 - :mod:`runner.warm.wire` — the protocol, and the tiny client placed in front of

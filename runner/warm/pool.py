@@ -21,28 +21,30 @@ Recycling: a launcher that was handed ``max_runs`` runs, or whose resident memor
 is above ``max_rss_mib``, is replaced between runs (:mod:`runner.warm.recycle`):
 the replacement starts while the old one serves, takes over when ready, and the
 old one ends when its runs did.
+
+What :class:`Launchers` itself keeps is the bookkeeping: which launchers there
+are, what runs are handed, how runs started, and restarting a launcher that
+exited. Starting a process and its lifeline are :mod:`runner.warm.spawn`'s job,
+replacing one between runs :mod:`runner.warm.succession`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.warm import gates, recycle, wire, zygote
+from runner.warm import recycle, sameness, spawn, succession, wire
 
 log = logging.getLogger("runner.warm")
 
@@ -57,36 +59,12 @@ def compiled_client() -> Path | None:
     return COMPILED_CLIENT if os.access(COMPILED_CLIENT, os.X_OK) else None
 
 
-_LIB_DIR = Path(__file__).resolve().parent.parent.parent
 #: Program launchers kept at once; a run needing another one starts cold.
 MAX_PROGRAM_LAUNCHERS = 4
 #: Restarts of one launcher allowed per minute before it is given up for good.
 RESPAWNS = 3
 #: What the wire client writes to its status file.
 WARM, COLD, LOST = "warm", "cold", "lost"
-
-_BOOTSTRAP = (
-    "import sys\n"
-    "base = [p for p in sys.path if p]\n"
-    "sys.path.append({lib!r})\n"
-    "from runner.warm import zygote\n"
-    "zygote.main(sys.argv[1:], base_path=base)\n"
-)
-
-
-@dataclass
-class _Process:
-    name: str
-    kind: str
-    socket: Path
-    env: dict[str, str]
-    cwd: str
-    proc: subprocess.Popen[bytes] | None = None
-    starts: list[float] = field(default_factory=list)
-    given_up: bool = False
-    gates_read: bool = False  # what the launcher left off (gates.py) was read
-    runs: int = 0  # runs handed to the current process
-    replacing: int | None = None  # inode of the socket of the launcher being replaced
 
 
 class Launchers:
@@ -103,20 +81,19 @@ class Launchers:
         """``max_runs``, ``max_rss_mib``: replace a launcher after that many runs, or
         above that resident memory (0: never)."""
         self._python = python
-        self._preload = tuple(preload)
-        self._limits = recycle.Limits(max_runs=max_runs, max_rss_bytes=max_rss_mib * 2**20)
-        self._retiring: list[subprocess.Popen[bytes]] = []  # replaced, ending their runs
-        self._rss_warned = False
         self._dir = Path(tempfile.mkdtemp(prefix="playbook-operator-warm-"))
-        self._lifeline_r, self._lifeline_w = os.pipe()
+        self._spawner = spawn.Spawner(python=python, preload=preload, directory=self._dir)
+        self._succession = succession.Succession(
+            limits=recycle.Limits(max_runs=max_runs, max_rss_bytes=max_rss_mib * 2**20),
+            spawner=self._spawner,
+        )
         self._lock = threading.Lock()
-        self._programs: dict[str, _Process] = {}
-        self._module: _Process | None = None
+        self._programs: dict[str, spawn.Launcher] = {}
+        self._module: spawn.Launcher | None = None
         self._closed = False
         self._over_cap: set[str] = set()
-        self._reported_off: set[str] = set()  # mechanisms already logged as off
         self.outcomes: Counter[str] = Counter()  # warm / cold / lost runs
-        self.recycles: Counter[str] = Counter(dict.fromkeys(recycle.REASONS, 0))
+        self.recycles: Counter[str] = self._succession.recycles  # by reason
 
     @property
     def directory(self) -> Path:
@@ -130,7 +107,7 @@ class Launchers:
     ) -> list[str]:
         """``argv`` started through the program launcher for ``env``, reporting to ``status``."""
         key = hashlib.sha256(
-            repr(sorted(zygote.comparable(env, kind="program").items())).encode()
+            repr(sorted(sameness.comparable(env, kind="program").items())).encode()
         ).hexdigest()[:16]
         with self._lock:
             launcher = self._programs.get(key)
@@ -143,7 +120,7 @@ class Launchers:
                         extra={"launchers": MAX_PROGRAM_LAUNCHERS},
                     )
             elif launcher is None:
-                launcher = _Process(
+                launcher = spawn.Launcher(
                     name=f"program-{key}",
                     kind="program",
                     socket=self._dir / f"program-{key}.sock",
@@ -164,7 +141,7 @@ class Launchers:
         ``wire.py`` client for the launcher's socket."""
         with self._lock:
             if self._module is None:
-                self._module = _Process(
+                self._module = spawn.Launcher(
                     name="module",
                     kind="module",
                     socket=self._dir / "module.sock",
@@ -231,7 +208,7 @@ class Launchers:
     def settled(self) -> bool:
         """Whether no replacement launcher is still on its way to serving (recycling)."""
         with self._lock:
-            return all(not self._replacing(p) for p in self._all_locked())
+            return all(not self._succession.replacing(p) for p in self._all_locked())
 
     def serving(self) -> dict[str, int]:
         """Launcher name → pid of its current process (a replacement from its start on)."""
@@ -240,19 +217,18 @@ class Launchers:
     def pids(self) -> list[int]:
         """Process ids of the live launchers, those being replaced included."""
         with self._lock:
-            self._retiring = [p for p in self._retiring if p.poll() is None]
-            retiring = [p.pid for p in self._retiring]
+            retiring = [p.pid for p in self._succession.retiring()]
         live = [p.proc.pid for p in self._all() if p.proc is not None and p.proc.poll() is None]
         return live + retiring
 
     def running(self) -> int:
         return len(self.pids())
 
-    def _all(self) -> list[_Process]:
+    def _all(self) -> list[spawn.Launcher]:
         with self._lock:
             return self._all_locked()
 
-    def _all_locked(self) -> list[_Process]:
+    def _all_locked(self) -> list[spawn.Launcher]:
         return [*self._programs.values(), *([self._module] if self._module else [])]
 
     def close(self, timeout: float = 5.0) -> None:
@@ -263,21 +239,13 @@ class Launchers:
             self._closed = True
         processes = [p.proc for p in self._all() if p.proc is not None]
         with self._lock:
-            processes += self._retiring
-        os.close(self._lifeline_w)  # launchers exit on EOF, killing their children
-        deadline = time.monotonic() + timeout
-        for proc in processes:
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        os.close(self._lifeline_r)
+            processes += self._succession.retiring()
+        self._spawner.end(processes, timeout=timeout)  # launchers kill their children
         shutil.rmtree(self._dir, ignore_errors=True)
 
     # -- keeping launchers alive ------------------------------------------------
 
-    def _ensure(self, launcher: _Process) -> Path:
+    def _ensure(self, launcher: spawn.Launcher) -> Path:
         """The launcher's socket, (re)starting the launcher if needed. Called locked.
         A socket that does not exist yet simply means a cold start for the caller."""
         if self._closed or launcher.given_up:
@@ -286,8 +254,8 @@ class Launchers:
         if proc is not None and proc.poll() is None:
             if not launcher.gates_read and launcher.socket.exists():
                 launcher.gates_read = True
-                self._report_off(launcher)
-            self._recycle_if_due(launcher)
+                self._spawner.report_off(launcher)
+            self._succession.recycle_if_due(launcher)
             return launcher.socket
         now = time.monotonic()
         if proc is not None:
@@ -295,7 +263,8 @@ class Launchers:
                 "warm launcher exited; starting it again",
                 extra={"launcher": launcher.name, "exit_code": proc.returncode},
             )
-            if not self._replacing(launcher):  # else the socket is its predecessor's, alive
+            # A replacement's socket path is still its predecessor's, alive: keep it.
+            if not self._succession.replacing(launcher):
                 with contextlib.suppress(FileNotFoundError):
                     launcher.socket.unlink()
         launcher.starts = [t for t in launcher.starts if now - t < 60] + [now]
@@ -306,96 +275,9 @@ class Launchers:
                 extra={"launcher": launcher.name},
             )
             return launcher.socket
-        launcher.proc = self._spawn(launcher)
+        launcher.proc = self._spawner.start(launcher)
         if launcher.proc is not None:
             log.info(
                 "warm launcher started", extra={"launcher": launcher.name, "pid": launcher.proc.pid}
             )
         return launcher.socket
-
-    def _replacing(self, launcher: _Process) -> bool:
-        """Whether ``launcher``'s process is a replacement that has not taken its socket
-        path over yet (the path is still its predecessor's socket). Called locked."""
-        inode = recycle.socket_inode(launcher.socket)
-        if launcher.replacing is not None and inode != launcher.replacing:
-            launcher.replacing = None
-        return launcher.replacing is not None
-
-    def _recycle_if_due(self, launcher: _Process) -> None:
-        """Start a replacement for a live launcher that served its maximum of runs or is
-        above the RSS cap; the old one keeps serving until the new one took over, and
-        ends once its runs did (see the module doc). Called locked."""
-        assert launcher.proc is not None
-        self._retiring = [p for p in self._retiring if p.poll() is None]  # reaped when ended
-        if self._closed or self._replacing(launcher):
-            return  # one replacement at a time
-        reason = recycle.due(self._limits, runs=launcher.runs, pid=launcher.proc.pid)
-        inode = recycle.socket_inode(launcher.socket)
-        if reason is None or inode is None:
-            return  # nothing due, or the launcher does not serve yet
-        if reason == "rss" and launcher.runs <= 1 and not self._rss_warned:
-            self._rss_warned = True  # a fresh launcher is above it: replaced every run
-            log.warning(
-                "the warm launchers' RSS cap is below what a fresh launcher uses; "
-                "they are replaced after every run",
-                extra={"max_rss_mib": self._limits.max_rss_bytes // 2**20},
-            )
-        successor = self._spawn(launcher)
-        if successor is None:
-            return
-        old = launcher.proc
-        self._retiring.append(old)
-        launcher.proc, launcher.runs, launcher.replacing = successor, 0, inode
-        self.recycles[reason] += 1
-        log.info(
-            "warm launcher recycled: a replacement takes over, the old one ends after its runs",
-            extra={
-                "launcher": launcher.name,
-                "reason": reason,
-                "pid": old.pid,
-                "replacement": successor.pid,
-            },
-        )
-
-    def _report_off(self, launcher: _Process) -> None:
-        """One log line naming the reuse mechanisms a launcher found no ground for on
-        this ansible-core (:mod:`runner.warm.gates`), once per mechanism: their runs
-        compute that part themselves, as cold runs do."""
-        path = launcher.socket.with_name(f"{launcher.socket.name}.gates")
-        try:
-            found = json.loads(path.read_text(encoding="utf-8"))
-            off = {str(k): str(v) for k, v in dict(found["off"]).items()}
-        except (OSError, ValueError, KeyError, TypeError):
-            return
-        new = {k: v for k, v in off.items() if k not in self._reported_off}
-        if not new:
-            return
-        self._reported_off.update(new)
-        log.warning(
-            "warm runs compute these themselves on this ansible-core, as cold runs do",
-            extra={"ansible_core": str(found.get("ansible_core", "")), "off": gates.describe(new)},
-        )
-
-    def _spawn(self, launcher: _Process) -> subprocess.Popen[bytes] | None:
-        argv = [self._python, "-c", _BOOTSTRAP.format(lib=str(_LIB_DIR))]
-        argv += ["--kind", launcher.kind, "--socket", str(launcher.socket)]
-        argv += ["--lifeline", str(self._lifeline_r)]
-        argv += ["--cache", str(self._dir / "reuse")]
-        for name in self._preload:
-            argv += ["--preload", name]
-        try:
-            return subprocess.Popen(
-                argv,
-                env=launcher.env,
-                cwd=launcher.cwd if os.path.isdir(launcher.cwd) else "/",
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                pass_fds=(self._lifeline_r,),
-                start_new_session=True,
-            )
-        except OSError as exc:
-            log.warning(
-                "cannot start a warm launcher; runs start cold",
-                extra={"launcher": launcher.name, "error": str(exc)},
-            )
-            return None

@@ -20,21 +20,23 @@ it), the child's whole process tree is killed (:mod:`runner.warm.tree`).
 What a child does never reaches the launcher or a later child: every run is a
 fresh fork of the same, untouched state. A child that is done ends without
 tearing the launcher's objects down, doing only what shutdown does that can be
-seen from outside (:mod:`runner.warm.finish`).
+seen from outside (:mod:`runner.warm.finish`). What the child does after the
+fork is :mod:`runner.warm.child`'s; this module prepares the launcher and
+serves its socket.
 
 A launcher serves only requests whose import-time inputs match its own — the
-environment apart from :data:`PER_RUN` variables, and the ansible.cfg that the
-request's working directory would select; anything else is answered ``cold``
-and the client execs the program itself. It exits, killing every process tree
-it started, when the runtime that started it goes away (its lifeline pipe
-reaches EOF).
+environment apart from per-run variables, and the ansible.cfg that the
+request's working directory would select (:mod:`runner.warm.sameness`);
+anything else is answered ``cold`` and the client execs the program itself. It
+exits, killing every process tree it started, when the runtime that started it
+goes away (its lifeline pipe reaches EOF).
 
 A launcher started on a path another one serves replaces it (recycling,
 :mod:`runner.warm.recycle`): it takes the path over once ready and tells the old
 one to retire, which ends once its runs did.
 
-Run as ``python -c`` by :mod:`runner.warm.pool`, which also imports it for
-:func:`comparable`.
+Run as ``python -c`` by :mod:`runner.warm.spawn` (its command line names
+``runner.warm import zygote`` and ``zygote.main``).
 """
 
 from __future__ import annotations
@@ -44,43 +46,29 @@ import gc
 import importlib
 import json
 import os
-import runpy
 import selectors
 import shutil
 import signal
 import socket
-import stat
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.warm import finish, gates, payload, recycle, reuse, shortcut, tree, wire
-
-#: Environment variables that differ from run to run and that nothing pre-imported
-#: reads at import time, or that a child re-reads (ansible-core's constants, the
-#: kubernetes client's default kubeconfig). Any other difference means a cold start.
-PER_RUN = frozenset(
-    {
-        "KUBECONFIG",
-        "K8S_AUTH_KUBECONFIG",
-        "AWX_ISOLATED_DATA_DIR",
-        "ANSIBLE_CACHE_PLUGIN_CONNECTION",
-        "ANSIBLE_LOCAL_TEMP",
-        "RUNNER_OMIT_EVENTS",
-        "RUNNER_ONLY_FAILED_EVENTS",
-        "JOB_ID",
-        "_",
-        "PWD",
-        "OLDPWD",
-        "SHLVL",
-    }
+from runner.warm import (
+    child,
+    finish,
+    gates,
+    payload,
+    recycle,
+    reuse,
+    sameness,
+    shortcut,
+    tree,
+    wire,
 )
-#: Variables a module launcher compares: Python's own start-up settings and locale.
-_MODULE_PREFIXES = ("PYTHON", "LC_")
-_MODULE_NAMES = frozenset({"LANG", "LANGUAGE", "TZ", "HOME", "TMPDIR", "PATH"})
 
 PRELOAD: dict[str, tuple[str, ...]] = {
     "program": (
@@ -165,15 +153,8 @@ class _Launcher:
     kind: str
     socket_path: str
     lifeline: int
-    baseline: dict[str, str]
-    config_file: tuple[str, float, int] | None
-    base_path: list[str]
-    sources: dict[str, int] = field(default_factory=dict)  # module kind: see payload.py
-    routing: reuse.RoutingMetadata = field(default_factory=reuse.RoutingMetadata)
-    plugins: reuse.PluginOptions = field(default_factory=reuse.PluginOptions)
-    payloads: reuse.PayloadCache | None = None  # program kind: see reuse.py
-    compiled: reuse.CompiledCode | None = None  # see reuse.py
-    off: dict[str, str] = field(default_factory=dict)  # mechanism -> why (gates.py)
+    baseline: sameness.Baseline  # what a request must match to start warm
+    setup: child.Setup  # what every child is handed
     jobs: dict[int, _Job] = field(default_factory=dict)  # by child pid
     by_conn: dict[int, _Job] = field(default_factory=dict)  # by client fd
     retired: float | None = None  # when a successor took the socket path over
@@ -191,61 +172,6 @@ def preload(kind: str, extra: Iterable[str] = ()) -> list[str]:
         except Exception:  # a missing optional library only costs warmth
             failed.append(name)
     return failed
-
-
-def comparable(environ: Mapping[str, str], *, kind: str) -> dict[str, str]:
-    """The part of an environment that must equal the launcher's for a warm start."""
-    if kind == "module":
-        return {
-            k: v for k, v in environ.items() if k in _MODULE_NAMES or k.startswith(_MODULE_PREFIXES)
-        }
-    return {k: v for k, v in environ.items() if k not in PER_RUN}
-
-
-def ansible_config(environ: Mapping[str, str], cwd: str) -> tuple[str, float, int] | None:
-    """The ansible.cfg ansible-core would read for ``environ`` and ``cwd`` (its own search
-    order: $ANSIBLE_CONFIG, the working directory unless world-writable, ~, /etc), with
-    its modification time and size; None when there is none."""
-    candidates: list[str] = []
-    from_env = environ.get("ANSIBLE_CONFIG")
-    if from_env is not None:
-        path = os.path.abspath(os.path.expanduser(from_env))
-        candidates.append(os.path.join(path, "ansible.cfg") if os.path.isdir(path) else path)
-    with contextlib.suppress(OSError):
-        if not os.stat(cwd).st_mode & stat.S_IWOTH:
-            candidates.append(os.path.join(cwd, "ansible.cfg"))
-    home = environ.get("HOME") or os.path.expanduser("~")
-    candidates += [os.path.join(home, ".ansible.cfg"), "/etc/ansible/ansible.cfg"]
-    for path in candidates:
-        with contextlib.suppress(OSError):
-            info = os.stat(path)
-            if os.access(path, os.R_OK):
-                return path, info.st_mtime, info.st_size
-    return None
-
-
-def refusal(launcher: _Launcher, request: Mapping[str, Any]) -> str | None:
-    """Why ``request`` cannot start warm here, or None."""
-    if request.get("kind") != launcher.kind:
-        return f"launcher serves {launcher.kind!r} requests"
-    env = request.get("env")
-    argv = request.get("argv")
-    if not isinstance(env, dict) or not isinstance(argv, list) or not argv:
-        return "malformed request"
-    wanted = comparable(env, kind=launcher.kind)
-    if wanted != launcher.baseline:
-        names = sorted(
-            k
-            for k in wanted.keys() | launcher.baseline.keys()
-            if wanted.get(k) != launcher.baseline.get(k)
-        )
-        return "environment differs from the launcher's: " + ", ".join(names[:8])
-    if launcher.kind == "program":
-        if ansible_config(env, str(request.get("cwd", "/"))) != launcher.config_file:
-            return "another ansible.cfg applies"
-        if not os.path.isfile(argv[0]):
-            return f"{argv[0]} is not a file"
-    return None
 
 
 # -- serving ---------------------------------------------------------------------
@@ -295,13 +221,13 @@ def serve(launcher: _Launcher) -> dict[str, Any] | None:
                     _reap(launcher, selector)
                 elif tag == "accept":
                     conn, _ = listener.accept()
-                    child = _start(launcher, conn, selector)
-                    if child is not None:
+                    forked = _start(launcher, conn, selector)
+                    if forked is not None:
                         # In the child. Close the launcher's descriptors through the
                         # objects that own them: an object merely forgotten would close
                         # its number whenever the garbage collector frees it — by then
                         # the number of a socket the program opened.
-                        request, fds = child
+                        request, fds = forked
                         for job in launcher.jobs.values():
                             job.conn.close()
                         launcher.jobs.clear()
@@ -310,7 +236,7 @@ def serve(launcher: _Launcher) -> dict[str, Any] | None:
                             owner.close()
                         for fd in (wakeup_r, wakeup_w):
                             os.close(fd)
-                        _become_child(launcher, request, fds)
+                        child.become(request, fds, launcher_pid=_launcher_pid(launcher))
                         return request
                 else:
                     _from_client(launcher, key.fileobj, selector)  # type: ignore[arg-type]
@@ -342,7 +268,7 @@ def _start(
         conn.close()
         return None
     try:
-        reason = "no request" if request is None else refusal(launcher, request)
+        reason = "no request" if request is None else launcher.baseline.refusal(request)
         if reason is None and len(fds) != 3:
             reason = f"expected stdin, stdout and stderr, got {len(fds)} descriptors"
         if reason is not None:
@@ -418,97 +344,6 @@ def _reap(launcher: _Launcher, selector: selectors.BaseSelector) -> None:
             job.conn.close()
 
 
-# -- becoming the program --------------------------------------------------------
-
-
-def _become_child(launcher: _Launcher, request: Mapping[str, Any], fds: list[int]) -> None:
-    """In the forked child: take the client's process context and nothing else."""
-    signal.set_wakeup_fd(-1)
-    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(signum, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    os.setsid()
-    tree.die_with_parent()
-    if os.getppid() != _launcher_pid(launcher):
-        os._exit(1)  # the launcher died while forking
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target, inheritable=True)
-    keep = {0, 1, 2}
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd not in keep:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    os.umask(int(request.get("umask", 0o022)))
-    try:
-        os.chdir(request.get("cwd") or "/")
-    except OSError as exc:
-        _die(f"cannot enter {request.get('cwd')!r}: {exc}")
-    time.tzset()  # a TZ of the request's, if any
-
-
-def run_child(launcher: _Launcher, request: Mapping[str, Any]) -> None:
-    """Carry out ``request`` as ``__main__``; SystemExit ends the process as usual."""
-    argv = [str(a) for a in request["argv"]]
-    if launcher.kind == "program":
-        _reuse_code(launcher)  # first: refreshing the constants renders templates
-        _refresh_ansible()
-        _reuse(launcher)
-        script = argv[0]
-        sys.argv = argv
-        sys.path[:] = [os.path.dirname(os.path.realpath(script)), *launcher.base_path]
-        runpy.run_path(script, run_name="__main__")
-        return
-    python = str(argv[0])
-    _reuse_code(launcher)
-    _reuse(launcher)
-    payload.run(
-        python=python, args=argv[1:], base_path=launcher.base_path, sources=launcher.sources
-    )
-
-
-def _refresh_ansible() -> None:
-    """Recompute what ansible-core derived from the environment at import: its constants
-    (a fresh DEFAULT_LOCAL_TMP for this process, per-run settings such as the fact cache)."""
-    constants = importlib.import_module("ansible.constants")
-    for setting in constants.config.get_configuration_definitions():
-        value = constants.config.get_config_value(setting, variables=vars(constants))
-        setattr(constants, setting, value)
-
-
-def _reuse(launcher: _Launcher) -> None:
-    """Hand the run what earlier runs computed (:mod:`runner.warm.reuse`) and the cheaper
-    equivalents of hot ansible-core internals (:mod:`runner.warm.shortcut`)."""
-    on = _on(launcher)
-    if launcher.kind == "program" and on(gates.STACK_WALK):
-        _saving(shortcut.install)
-    if on(gates.ROUTING):
-        _saving(launcher.routing.install)
-    if on(gates.PLUGIN_OPTIONS):
-        _saving(launcher.plugins.install)
-    if launcher.payloads is not None and on(gates.PAYLOADS):
-        _saving(launcher.payloads.install)
-
-
-def _reuse_code(launcher: _Launcher) -> None:
-    """Compile through the code earlier runs compiled: templates in ``ansible-playbook``,
-    the payload's files in modules."""
-    if launcher.compiled is None:
-        return
-    on = _on(launcher)
-    if launcher.kind == "program" and on(gates.TEMPLATES):
-        _saving(launcher.compiled.install_for_templates)
-    elif launcher.kind == "module" and on(gates.MODULE_CODE):
-        _saving(launcher.compiled.install_for_modules)
-
-
-def _on(launcher: _Launcher) -> Callable[[str], bool]:
-    """Whether a mechanism's ground holds for this launcher (:mod:`runner.warm.gates`)."""
-    return lambda mechanism: mechanism not in launcher.off
-
-
 def _report(socket_path: str, off: dict[str, str]) -> None:
     """Tell the runtime what is off and why, beside the socket (:mod:`runner.warm.pool`
     logs it once); written before the socket exists."""
@@ -519,22 +354,6 @@ def _report(socket_path: str, off: dict[str, str]) -> None:
             json.dumps({"ansible_core": version, "off": off}), encoding="utf-8"
         )
         os.replace(staging, f"{socket_path}.gates")
-
-
-def _saving(install: Callable[[], object]) -> None:
-    """Install one saving. A failure only costs that saving: the run computes it
-    itself, as cold."""
-    try:
-        install()
-    except Exception as exc:  # ansible-core internals differ from what reuse expects
-        with contextlib.suppress(OSError):
-            os.write(2, f"warm launcher: not reusing earlier runs' work: {exc!r}\n".encode())
-
-
-def _die(message: str) -> None:
-    with contextlib.suppress(OSError):
-        os.write(2, f"warm launcher: {message}\n".encode())
-    os._exit(127)
 
 
 def main(argv: list[str], *, base_path: list[str]) -> None:
@@ -567,12 +386,8 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
     gc.collect()
     gc.freeze()
     cwd = os.getcwd()
-    launcher = _Launcher(
+    setup = child.Setup(
         kind=kind,
-        socket_path=options["--socket"][0],
-        lifeline=int(options["--lifeline"][0]),
-        baseline=comparable(os.environ, kind=kind),
-        config_file=ansible_config(os.environ, cwd) if kind == "program" else None,
         base_path=base_path,
         sources=payload.ansible_sources() if kind == "module" else {},
         routing=routing,
@@ -589,6 +404,13 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
         ),
         off=off,
     )
+    launcher = _Launcher(
+        kind=kind,
+        socket_path=options["--socket"][0],
+        lifeline=int(options["--lifeline"][0]),
+        baseline=sameness.Baseline.own(kind, environ=os.environ, cwd=cwd),
+        setup=setup,
+    )
     _launcher_pid(launcher)
     tree.become_subreaper()
     sys.stdout.flush()
@@ -597,7 +419,7 @@ def main(argv: list[str], *, base_path: list[str]) -> None:
     if request is None:
         return
     try:
-        run_child(launcher, request)
+        child.run(launcher.setup, request)
     except SystemExit as exc:
         finish.exit_now(exc.code)
     finish.exit_now(None)

@@ -8,9 +8,10 @@ diffs the store against the fresh list and emits the differences — including
 deletions that happened while it was disconnected — so no change is lost.
 
 Events go to a handler (the controller's enqueue, after predicates). The store
-doubles as a read cache for reconciles. A ``transform`` (dependent informers':
-:mod:`runner.watch.budget`) trims each object before it is stored and handled, or
-keeps it out of the store; lists are read in pages. Once synced, an informer logs
+(:mod:`runner.watch.store`) doubles as a read cache for reconciles. A
+``transform`` (dependent informers': :mod:`runner.watch.budget`) trims each
+object before it is stored and handled, or keeps it out of the store; lists are
+read in pages. Once synced, an informer logs
 what it holds ("informer synced": objects, approximate bytes).
 
 One object never blinds an informer. An object that cannot be decoded (nested
@@ -19,7 +20,7 @@ a watch event — is skipped with one error log naming it; the resourceVersion
 still advances, the other objects still flow, the list still syncs, and
 ``on_rejected`` (the manager's hook that marks a primary CR failed) hears of
 it. A handler that raises on one event is logged with the object named and the
-stream goes on.
+stream goes on. How each is skipped and logged: :mod:`runner.watch.skips`.
 
 Errors the API server answers while it gets ready are retried quietly (debug):
 a kind whose CRD was just created is first not served (404), then refused with
@@ -34,18 +35,17 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from runner.kube import decode
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client, Query
-from runner.kube.types import KubeObject, ObjectKey, Resource, WatchEvent, make_key, object_key
-from runner.watch import budget
+from runner.kube.types import KubeObject, ObjectKey, Resource, WatchEvent, object_key
+from runner.watch import budget, skips, store
 from runner.watch.predicate import Event, EventType
 
 Handler = Callable[[Event], None]
 #: Told of each new version of an object that could not be decoded (not of deletions).
-OnRejected = Callable[[decode.Rejected], None]
+OnRejected = skips.OnRejected
 
 WATCH_TIMEOUT_SECONDS = 300  # server closes the stream after this; we resume from rv
 BACKOFF_START = 0.2
@@ -77,15 +77,17 @@ class Informer:
         self.namespace = namespace
         self.label_selector = label_selector
         self._handler = handler
-        self._on_rejected = on_rejected
         self._transform = transform
         self._log = log
-        self._store: dict[ObjectKey, KubeObject] = {}
-        self._lock = threading.Lock()
+        self._store = store.Store()
+        self._skips = skips.Skips(
+            resource=resource,
+            namespace=namespace,
+            log=log,
+            objects=self._store,
+            on_rejected=on_rejected,
+        )
         self._resource_version = ""
-        # Objects skipped as undecodable → (uid, generation, reason) last logged at error:
-        # a relist or a status write re-sends them, and one error per version is enough.
-        self._rejected: dict[ObjectKey, tuple[str, str, str]] = {}
         self._last_activity = time.monotonic()
         self.synced = threading.Event()
 
@@ -109,14 +111,11 @@ class Informer:
     # -- cache ------------------------------------------------------------
 
     def get(self, key: ObjectKey) -> KubeObject | None:
-        with self._lock:
-            return self._store.get(key)
+        return self._store.get(key)
 
     def held(self) -> budget.Held:
         """What the store holds now (for the log and the metrics)."""
-        with self._lock:
-            stored = list(self._store.values())
-        return budget.measure(stored)
+        return budget.measure(self._store.objects())
 
     # -- loop -------------------------------------------------------------
 
@@ -191,16 +190,14 @@ class Informer:
                     if kept is not None:
                         fresh[key] = kept
                 except Exception as exc:  # not an object with metadata: skip it, not the list
-                    self._unhandled(item, event="LIST", exc=exc)
+                    self._skips.unhandled(item, event="LIST", exc=exc)
             for bad in listing.rejected:
                 bad_key = self._reject(bad, event="LIST")
                 if bad_key is not None:
                     rejected.add(bad_key)
                     fresh.pop(bad_key, None)
-        # Only objects still undecodable stay remembered.
-        self._rejected = {k: v for k, v in self._rejected.items() if k in rejected}
-        with self._lock:
-            old_store, self._store = self._store, fresh
+        self._skips.keep_only(rejected)
+        old_store = self._store.replace(fresh)
         self._resource_version = str(listing.metadata.get("resourceVersion", ""))
         initial = not self.synced.is_set()
         for key, obj in fresh.items():
@@ -259,18 +256,13 @@ class Informer:
         try:
             key, kept = object_key(obj), self._kept(obj)
             obj = obj if kept is None else kept  # handlers see what the store holds
-            with self._lock:
-                previous = self._store.get(key)
-                if kind == "DELETED" or kept is None:
-                    self._store.pop(key, None)
-                else:
-                    self._store[key] = obj
-            self._rejected.pop(key, None)  # readable again, or gone
+            previous = self._store.put(key, None if kind == "DELETED" else kept)
+            self._skips.forget(key)  # readable again, or gone
             if kind == "ADDED" and previous is not None:
                 kind = "MODIFIED"  # re-sent after a resume: it is an update to what we hold
             event_type = EventType(kind)
         except Exception as exc:  # one odd event must not stop the stream at this rv
-            self._unhandled(obj, event=str(kind), exc=exc)
+            self._skips.unhandled(obj, event=str(kind), exc=exc)
             return
         self._emit(Event(event_type, obj, old=previous))
 
@@ -279,73 +271,18 @@ class Informer:
         try:
             self._handler(event)
         except Exception as exc:
-            self._unhandled(event.obj, event=event.type.value, exc=exc)
-
-    def _unhandled(self, obj: Any, *, event: str, exc: Exception) -> None:
-        meta = _meta(obj)
-        self._log.error(
-            "event not handled",
-            exc_info=exc,
-            extra={
-                **self._ident(),
-                "kind": self.resource.gvk.kind,
-                "object": _key_of(meta),
-                "resourceVersion": str(meta.get("resourceVersion", "")),
-                "event": event,
-                "error": f"{type(exc).__name__}: {exc}",
-            },
-        )
+            self._skips.unhandled(event.obj, event=event.type.value, exc=exc)
 
     def _reject(self, rejected: decode.Rejected, *, event: str) -> ObjectKey | None:
         """Skip an object that could not be decoded; return its key if it has one."""
-        meta = _meta(rejected.obj)
-        rv = str(meta.get("resourceVersion", ""))
+        rv = _rv(rejected.obj)
         if rv and event != "LIST":
             self._resource_version = rv  # move past it: resuming here would re-send it
-        fields = {
-            **self._ident(),
-            "kind": self.resource.gvk.kind,
-            "object": _key_of(meta),
-            "resourceVersion": rv,
-            "event": event,
-            "reason": rejected.reason,
-        }
-        if not isinstance(meta.get("name"), str) or not meta.get("name"):
-            self._log.error("object skipped: it could not be decoded", extra=fields)
-            return None
-        key = make_key(namespace=str(meta.get("namespace") or ""), name=str(meta["name"]))
-        with self._lock:
-            previous = self._store.pop(key, None)  # the cached copy is no longer the object
-        seen = (str(meta.get("uid", "")), str(meta.get("generation", "")), rejected.reason)
-        if self._rejected.get(key) != seen:
-            self._log.error("object skipped: it could not be decoded", extra=fields)
-        else:
-            self._log.debug("object skipped again: it could not be decoded", extra=fields)
-        if event == "DELETED":
-            self._rejected.pop(key, None)
-            if previous is not None:
-                self._emit(Event(EventType.DELETED, previous))
-            return key
-        self._rejected[key] = seen
-        if self._on_rejected is not None:
-            try:
-                self._on_rejected(rejected)
-            except Exception:
-                self._log.exception("reporting an undecodable object failed", extra=fields)
+        key, deleted = self._skips.reject(rejected, event=event)
+        if deleted is not None:
+            self._emit(Event(EventType.DELETED, deleted))
         return key
 
 
-def _meta(obj: Any) -> dict[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
-
-
-def _key_of(meta: dict[str, Any]) -> str:
-    name, namespace = meta.get("name"), meta.get("namespace")
-    if not isinstance(name, str) or not name:
-        return "<unnamed>"
-    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
-
-
 def _rv(obj: KubeObject) -> str:
-    return str(_meta(obj).get("resourceVersion", ""))
+    return str(skips.meta_of(obj).get("resourceVersion", ""))
