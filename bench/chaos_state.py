@@ -29,31 +29,7 @@ JUDGED: kube_client.Query = {"labelSelector": f"!{POISON}"}
 
 
 def crd() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"chaos.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": "Chaos", "listKind": "ChaosList", "plural": "chaos"}
-            | {"singular": "chaos"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return common.open_crd(CHAOS, plural="chaos")
 
 
 def client_for(cluster: devcluster.Cluster) -> kube_client.Client:

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
@@ -176,21 +176,20 @@ class Workload:
                 time.sleep(0.2)
 
 
-def one_task() -> Workload:
-    """The ``Bench`` kind and its one-task role (``bench/roles/bench``)."""
-    gvk = GVK(BENCH_GROUP, "v1", "Bench")
-    crd = {
+def open_crd(gvk: GVK, *, plural: str) -> dict[str, Any]:
+    """A namespaced CRD of ``gvk``: one version, a status subresource, every field kept."""
+    return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"benches.{gvk.group}"},
+        "metadata": {"name": f"{plural}.{gvk.group}"},
         "spec": {
             "group": gvk.group,
-            "names": {"kind": "Bench", "listKind": "BenchList", "plural": "benches"}
-            | {"singular": "bench"},
+            "names": {"kind": gvk.kind, "listKind": f"{gvk.kind}List", "plural": plural}
+            | {"singular": gvk.kind.lower()},
             "scope": "Namespaced",
             "versions": [
                 {
-                    "name": "v1",
+                    "name": gvk.version,
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
@@ -204,6 +203,12 @@ def one_task() -> Workload:
             ],
         },
     }
+
+
+def one_task() -> Workload:
+    """The ``Bench`` kind and its one-task role (``bench/roles/bench``)."""
+    gvk = GVK(BENCH_GROUP, "v1", "Bench")
+    crd = open_crd(gvk, plural="benches")
     return Workload(
         label="one-task",
         gvk=gvk,
@@ -427,17 +432,20 @@ def cmdline(pid: int) -> str:
         return ""
 
 
-class PeakSampler:
-    """Samples ``measure()`` every ``interval`` seconds in a thread; keeps the maximum."""
+class Sampling:
+    """Calls ``sample()`` every ``interval`` seconds in a thread, from ``with`` to its end.
 
-    def __init__(self, measure: Callable[[], float], *, interval: float = 0.25) -> None:
-        self.peak = 0.0
-        self._measure = measure
-        self._interval = interval
+    The one sampling loop of the benchmarks: :class:`PeakSampler` keeps a maximum, the
+    soak's ``Sampler`` (``bench/scale_soak.py``) a series. ``sample()`` handles its own
+    errors: what one sample cannot read is the subclass's to skip or report.
+    """
+
+    def __init__(self, *, interval: float) -> None:
+        self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> PeakSampler:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -445,11 +453,26 @@ class PeakSampler:
         self._stop.set()
         self._thread.join()
 
+    def sample(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            with contextlib.suppress(Exception):
-                self.peak = max(self.peak, self._measure())
-            self._stop.wait(self._interval)
+            self.sample()
+            self._stop.wait(self.interval)
+
+
+class PeakSampler(Sampling):
+    """Samples ``measure()`` every ``interval`` seconds in a thread; keeps the maximum."""
+
+    def __init__(self, measure: Callable[[], float], *, interval: float = 0.25) -> None:
+        super().__init__(interval=interval)
+        self.peak = 0.0
+        self._measure = measure
+
+    def sample(self) -> None:
+        with contextlib.suppress(Exception):
+            self.peak = max(self.peak, self._measure())
 
 
 # -- figures ------------------------------------------------------------------

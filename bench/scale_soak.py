@@ -42,7 +42,6 @@ import random
 import re
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -115,37 +114,25 @@ def disk_bytes(root: Path) -> int:
     return total
 
 
-class Sampler:
+class Sampler(common.Sampling):
     """Samples the runner every ``interval`` seconds in a thread, until stopped.
 
     ``phase`` and ``patches`` are set by the soak as it goes; each sample carries them.
     """
 
     def __init__(self, operator: OperatorProcess, *, interval: float) -> None:
+        super().__init__(interval=interval)
         self.operator = operator
-        self.interval = interval
         self.phase = "start"
         self.patches = 0
         self.samples: list[dict[str, Any]] = []
         self._began = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.samples.append(self.take())
-            except (OSError, AssertionError) as exc:  # the runner is gone, or not serving
-                print(f"sample skipped: {exc}", file=sys.stderr, flush=True)
-            self._stop.wait(self.interval)
+    def sample(self) -> None:
+        try:
+            self.samples.append(self.take())
+        except (OSError, AssertionError) as exc:  # the runner is gone, or not serving
+            print(f"sample skipped: {exc}", file=sys.stderr, flush=True)
 
     def take(self) -> dict[str, Any]:
         runner = memcached_scale.operator_pid(self.operator)

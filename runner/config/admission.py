@@ -30,7 +30,7 @@ from runner.base import errors
 from runner.kube import types as kube
 
 if TYPE_CHECKING:
-    from runner.config import watches
+    from runner.config import entry
 
 KEYS = ("validation", "mutation")
 _FIELDS = ("role", "playbook", "vars", "operations", "timeoutSeconds", "failurePolicy")
@@ -56,7 +56,7 @@ class FailurePolicy(enum.Enum):
 #: Reports a mistake: (field, problem) → the error to raise.
 ErrorFor = Callable[[str | None, str], errors.WatchesError]
 #: Finds the role or playbook of a mapping, as the entry's own are found: (raw, prefix).
-Resolve = Callable[[Mapping[str, Any], str], "tuple[watches.Role | None, Path | None]"]
+Resolve = Callable[[Mapping[str, Any], str], "tuple[entry.Role | None, Path | None]"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Hook:
 
     kind: Kind
     gvk: kube.GVK
-    role: watches.Role | None  # exactly one of role and playbook is set
+    role: entry.Role | None  # exactly one of role and playbook is set
     playbook: Path | None
     vars: Mapping[str, Any] = field(hash=False)
     operations: frozenset[str] = frozenset(DEFAULT_OPERATIONS)

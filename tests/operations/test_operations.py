@@ -35,6 +35,11 @@ def test_metrics_report_reconciles_and_custom_role_metrics(
     wait_condition(kube, namespace=namespace, name="m", kind="Successful", status="True")
 
     labels = {"group": PROBE.group, "version": "v1", "kind": "Probe"}
+    # Successful is written inside the reconcile; its counters move when it returns.
+    wait_for(
+        lambda: operator.metric("playbook_operator_reconcile_total", result="succeeded", **labels),
+        describe="playbook_operator_reconcile_total{result=succeeded} for the Probe",
+    )
     assert operator.metric("playbook_operator_reconcile_total", result="succeeded", **labels) == 1
     assert operator.metric("playbook_operator_reconcile_duration_seconds_count", **labels) == 1
     assert operator.metric("playbook_operator_ansible_run_duration_seconds_count", **labels) == 1
