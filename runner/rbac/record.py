@@ -1,9 +1,10 @@
 """The API requests each watch's runs and the runtime made, and those denied.
 
 Fed by the proxy (every request of a run: the verb it needed, whether the API
-server answered 403), by the manager (the runtime's own needs: informers of
-primaries and dependents, status writes, Events, Leases) and by the reconciler
-(which task a run is in). Read by ``GET /debug/rbac`` and ``playbook-operator
+server answered 403 — for admission webhook runs through :meth:`Record.reads_only`),
+by the manager (the runtime's own needs: informers of primaries and dependents,
+status writes, Events, Leases) and by the reconciler and the webhooks (which task
+a run is in). Read by ``GET /debug/rbac`` and ``playbook-operator
 rbac``, which derive least-privilege rules from it, and by the reconciler, which
 names a run's denied requests in the CR's Failure condition.
 
@@ -63,10 +64,23 @@ class Record:
         self._lock = threading.Lock()
         self._watches: dict[GVK, _Watch] = {}
         # Runs of one CR never overlap (the queue hands a key to one worker), so the CR
-        # names the run in progress.
+        # names the run in progress. (An admission run's key names its request too.)
         self._runs: dict[RunKey, _Run] = {}
+        self._keep: Callable[[rules.Use], bool] = lambda use: True
+
+    def reads_only(self) -> Record:
+        """This record as the admission webhooks' read-only proxy feeds it: the same
+        entries and runs, but only reads are noted as uses — a write that proxy refused
+        never reached the API server, and the operator needs no rule for it. Denials
+        (the API server's own 403s) are noted whatever the verb."""
+        view = Record(cap=self._cap, on_denied=self._on_denied)
+        view._lock, view._watches, view._runs = self._lock, self._watches, self._runs
+        view._keep = lambda use: use.verb in rules.READS
+        return view
 
     def used(self, watch: GVK, use: rules.Use, *, source: str = rules.RUN) -> None:
+        if not self._keep(use):
+            return
         with self._lock:
             entries = self._watches.setdefault(watch, _Watch())
             if (use, source) in entries.uses:

@@ -24,6 +24,7 @@ from runner.kube import paths
 RUN, CACHE, RUNTIME = "run", "cache", "runtime"
 SOURCES = (RUN, CACHE, RUNTIME)
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+READS = frozenset({"get", "list", "watch"})
 
 
 @dataclass(frozen=True, order=True)

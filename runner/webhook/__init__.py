@@ -13,8 +13,9 @@ outcome is the answer.
 - :mod:`runner.webhook.server`: the bounded HTTPS listener on ``--webhook-port``,
   its certificates (reloaded when they change) and its concurrency limit.
 
-Imports the Ansible stage, the proxy, configuration, the base and the kube client;
-the manager (runner.operations) wires it in and counts its requests.
+Imports the Ansible stage, the proxy, configuration, the RBAC record, the base and
+the kube client; the manager (runner.operations) wires it in, counts its requests
+and gives it the RBAC record its runs' reads go into.
 """
 
 from __future__ import annotations

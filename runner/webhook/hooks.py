@@ -7,7 +7,9 @@ CR-trust settings and the hook's ``vars``) plus
 ``ansible_operator_admission`` (operation, old_object, user_info, dry_run, uid); the
 role runs through the runtime's :class:`~runner.ansible.launch.AnsibleRunner` (warm
 launchers, cold when one is down) against a read-only proxy session, in a private
-data dir of its own that is removed afterwards.
+data dir of its own that is removed afterwards. As a reconcile's, the run is in the
+RBAC record (:mod:`runner.rbac.record`): the task it is in names the API's 403s it
+meets, so ``playbook-operator rbac`` derives the rules webhook roles read with.
 
 The verdict:
 
@@ -35,6 +37,7 @@ from runner.base import errors, logs
 from runner.config import admission, sections
 from runner.config import watches as watches_mod
 from runner.kube.types import KubeObject
+from runner.rbac import record as rbac_record
 from runner.webhook import review
 
 log = logging.getLogger("runner.webhook")
@@ -83,10 +86,14 @@ class Hooks:
         environment: plan.Environment,
         max_concurrent: int,
         run_env: Mapping[str, str] | None = None,
+        rbac: rbac_record.Record | None = None,
     ) -> None:
+        """``rbac``: the record each run's current task is noted in (the read-only proxy
+        behind ``environment`` notes the run's requests there, by the session's owner)."""
         self.paths = served(watches)
         self._runs_dir = ansible.runner_dir / RUNS_DIR
         self._runner = runner
+        self._rbac = rbac
         # run_env is shared: the manager fills it at start-up.
         self._builder = plan.Builder(ansible=ansible, environment=environment, run_env=run_env)
         self._limit = max_concurrent
@@ -131,9 +138,14 @@ class Hooks:
         variables = dict(built.variables)
         variables[ADMISSION_VAR] = _admission_var(request, watch=watch)
         answers: list[Mapping[str, Any]] = []
+        owner = _owner(obj, request=request)
+        meta = owner["metadata"]
+        run: rbac_record.RunKey = (watch.gvk, meta["namespace"] or "", meta["name"])
 
         def collect(event: Mapping[str, Any]) -> None:
             data = event.get("event_data") or {}
+            if self._rbac is not None and str(event.get("event", "")).endswith("task_start"):
+                self._rbac.task_started(run, str(data.get("task") or data.get("name") or ""))
             if event.get("event") != "runner_on_ok":
                 return
             if not ADMISSION_ACTIONS & {data.get("task_action"), data.get("resolved_action")}:
@@ -144,9 +156,11 @@ class Hooks:
 
         self._runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         private = Path(tempfile.mkdtemp(prefix="run-", dir=self._runs_dir))
+        if self._rbac is not None:
+            self._rbac.run_started(run)
         try:
             with self._builder.open(
-                owner=_owner(obj, request=request),
+                owner=owner,
                 content=plan.Content(role=hook.role, playbook=hook.playbook),
                 variables=variables,
                 private_data_dir=private,
@@ -158,6 +172,14 @@ class Hooks:
                 return self._runner.run(spec, log=log), answers
         finally:
             shutil.rmtree(private, ignore_errors=True)
+            if self._rbac is not None:
+                denials = self._rbac.run_ended(run)
+                if denials:
+                    # The verdict stays the role's; the operator's log says what RBAC lacks.
+                    log.warning(
+                        "webhook run denied by the API server",
+                        extra={"rbac": rbac_record.needs_message(denials)},
+                    )
 
 
 def verdict(
@@ -235,13 +257,18 @@ def _admission_var(request: review.Request, *, watch: watches_mod.Watch) -> dict
 
 
 def _owner(obj: KubeObject, *, request: review.Request) -> KubeObject:
-    """Who the run's proxy session is for: a CREATE's object has no uid (nor maybe a name)."""
+    """Who the run's proxy session is for: a CREATE's object has no uid (nor maybe a name).
+
+    The name carries the request's uid: the RBAC record keys a run by its owner, and an
+    admission run may overlap a reconcile of the same object (whose finalizer patch, say,
+    is the request) — no object's name holds an ``@``, so the two never share a key."""
     meta = obj.get("metadata") or {}
+    name = meta.get("name") or meta.get("generateName") or request.name or "new"
     return {
         "apiVersion": obj.get("apiVersion", ""),
         "kind": obj.get("kind", ""),
         "metadata": {
-            "name": meta.get("name") or meta.get("generateName") or request.name or "new",
+            "name": f"{name}@{request.uid}",
             "namespace": meta.get("namespace") or request.namespace,
             "uid": meta.get("uid") or request.uid,
         },

@@ -3,6 +3,9 @@
 What the manager wires in (:func:`build`) and starts on every replica — leader
 or not, sharded or not: admission answers never write, so any replica may give
 them. Built only when some watch has a ``validation:`` or ``mutation:`` entry.
+With the runner's RBAC record, the runs' reads and the API's 403s go into it under
+their kind's watch, as reconciles' do (the writes the proxy refuses do not: they
+never reach the API server).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from runner.ansible import launch
 from runner.config import options
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
+from runner.rbac import record as rbac_record
 from runner.webhook import hooks, server
 
 log = logging.getLogger("runner.webhook")
@@ -52,6 +56,7 @@ def build(
     caches: Callable[[GVK], bool],
     observer: server.Observer | None,
     run_env: Mapping[str, str],
+    rbac: rbac_record.Record | None = None,
 ) -> Webhooks | None:
     """The webhooks of ``settings.watches``; None when no watch has one.
 
@@ -64,7 +69,12 @@ def build(
         log.info("admission webhooks not served: ENABLE_WEBHOOKS=false")
         return None
     read_only = proxy.OwnerProxy(
-        client=client, inject_owner=False, read_only=True, cache=cache, caches=caches
+        client=client,
+        inject_owner=False,
+        read_only=True,
+        cache=cache,
+        caches=caches,
+        rbac=rbac.reads_only() if rbac is not None else None,
     )
     try:
         answerer = hooks.Hooks(
@@ -74,6 +84,7 @@ def build(
             environment=_Bounded(read_only),
             max_concurrent=settings.webhooks.max_concurrent,
             run_env=run_env,
+            rbac=rbac,
         )
         listener = server.WebhookServer(
             answerer=answerer,

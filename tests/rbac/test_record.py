@@ -61,3 +61,30 @@ def test_failure_message_names_the_missing_rule(
     denial = record.Denial(use=PATCH, task="Scale the Deployment")
     seen = [t.message for t in run.rbac_failures(tasks, [denial])]
     assert seen == expected, f"expected {expected}, saw {seen}"
+
+
+@pytest.mark.parametrize(
+    ("verb", "kept"),
+    [
+        pytest.param("get", True, id="get-kept"),
+        pytest.param("list", True, id="list-kept"),
+        pytest.param("watch", True, id="watch-kept"),
+        pytest.param("create", False, id="create-dropped"),
+        pytest.param("patch", False, id="patch-dropped"),
+        pytest.param("delete", False, id="delete-dropped"),
+    ],
+)
+def test_a_reads_only_view_notes_reads_in_the_same_record_and_every_denial(
+    verb: str, kept: bool
+) -> None:
+    seen = record.Record()
+    view = seen.reads_only()
+    use = rules.Use(group="", resource="configmaps", verb=verb, namespace="ns1")
+    view.used(PROBE, use)
+    view.denied(PROBE, use)
+    (watch,) = seen.snapshot()["watches"]
+    uses = [(u["resource"], u["verb"]) for u in watch["uses"]]
+    expected = [("configmaps", verb)] if kept else []
+    assert uses == expected, f"expected uses {expected} in the shared record, saw {uses}"
+    denied = [(d["resource"], d["verb"]) for d in watch["denied"]]
+    assert denied == [("configmaps", verb)], f"expected the 403 kept, saw {denied}"

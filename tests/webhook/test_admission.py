@@ -1,18 +1,23 @@
 """Webhook roles called by the real API server: deny, allow, mutate, dry run, UPDATE,
 timeouts under both failure policies, a role that does not parse, a warm launcher lost
-mid-run, and no write reaching the cluster from a webhook run."""
+mid-run, no write reaching the cluster from a webhook run, and the API reads of webhook
+runs in the RBAC record (``GET /debug/rbac``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runner.kube import errors
 from runner.kube.types import GVK
+from runner.tools.rbac import derive
+from testkit import harness
 from testkit.helpers import unique_name, wait_for
 from tests.webhook.support import Served, gvk
 
@@ -202,3 +207,40 @@ def test_requests_are_counted_per_webhook_path_and_code(served: Served) -> None:
         "controller_runtime_webhook_requests_in_flight", webhook=path
     )
     assert in_flight == 0, f"expected no request in flight afterwards, saw {in_flight}"
+
+
+def _debug_rbac(served: Served) -> dict[str, Any]:
+    address = served.operator.address("metrics")
+    assert address, f"no metrics endpoint logged; log tail:\n{served.operator.tail()}"
+    code, body = harness.scrape(f"http://{address}/debug/rbac")
+    assert code == 200, f"expected GET /debug/rbac to answer 200, saw {code}: {body[:200]}"
+    return dict(json.loads(body))
+
+
+def test_a_webhook_roles_reads_are_in_the_rbac_record_and_refused_writes_are_not(
+    served: Served,
+) -> None:
+    # The validation role reads a ConfigMap (absent: k8s_info answers empty).
+    name = unique_name("reads")
+    code, out = served.kubectl(served.manifest("Gadget", name, {"size": 1, "limits": "limits"}))
+    assert code == 0, f"expected the create allowed; kubectl said ({code}): {out}"
+    # The mutation role tries to create a ConfigMap: the read-only proxy refuses it.
+    code, out = served.kubectl(served.manifest("Gadget", unique_name("write"), {"mode": "write"}))
+    assert code != 0 and "read-only" in out, f"expected the write refused; kubectl said: {out}"
+    snapshot = _debug_rbac(served)
+    uses = [u for w in snapshot["watches"] if w["kind"] == "Gadget" for u in w["uses"]]
+    configmaps = sorted(
+        (u["verb"], u["namespace"], u["source"]) for u in uses if u["resource"] == "configmaps"
+    )
+    want = ("get", served.namespace, "run")
+    assert want in configmaps, (
+        f"expected the webhook run's get configmaps in {served.namespace} recorded for Gadget; "
+        f"configmaps uses recorded: {configmaps}"
+    )
+    writes = [c for c in configmaps if c[0] not in ("get", "list", "watch")]
+    assert not writes, f"expected no write a webhook run was refused recorded, saw {writes}"
+    needed = derive.derive(snapshot).needed()
+    assert ("", "configmaps", "get") in needed, (
+        f"expected the derived rules (playbook-operator rbac) to grant get configmaps, saw "
+        f"{sorted(needed)}"
+    )
