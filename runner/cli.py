@@ -1,5 +1,7 @@
 """The ``playbook-operator`` console command: flags → settings → manager.
 
+This module only parses: it defines the commands and their flags and hands what it
+parsed, as a mapping, to :mod:`runner.config.builder`, which builds the settings.
 Every flag of operator-sdk's ``ansible-operator run`` is accepted, with its
 meaning or as a documented no-op, so deployments move over unchanged: its own
 flags, controller-runtime's zap logging flags and the ``--config`` manager file.
@@ -14,12 +16,11 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 import runner
 from runner.base import errors, logs
-from runner.config import options, watches
+from runner.config import builder, options, sections, watches
 from runner.tools.scaffold import commands as scaffold_commands
 
 log = logging.getLogger("runner.cli")
@@ -32,26 +33,6 @@ def _bool(text: str) -> bool:
     if lowered in ("0", "f", "false", "no"):
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def _warm_from(environ: Mapping[str, str]) -> bool:
-    value = environ.get(options.WARM_ENV, "")
-    if not value:
-        return True
-    try:
-        return _bool(value)
-    except argparse.ArgumentTypeError as exc:
-        raise errors.ConfigError(f"${options.WARM_ENV}: {exc}") from exc
-
-
-def _sharded_from(environ: Mapping[str, str]) -> bool:
-    value = environ.get("SHARDED", "")
-    if not value:
-        return False
-    try:
-        return _bool(value)
-    except argparse.ArgumentTypeError as exc:
-        raise errors.ConfigError(f"$SHARDED: {exc}") from exc
 
 
 def _duration(text: str) -> float:
@@ -72,8 +53,8 @@ def _count(text: str) -> int:
     return value
 
 
-def _log_events(text: str) -> options.LogEvents:
-    for choice in options.LogEvents:
+def _log_events(text: str) -> sections.LogEvents:
+    for choice in sections.LogEvents:
         if choice.value.lower() == text.lower():  # ansible-operator ignores case
             return choice
     raise argparse.ArgumentTypeError(
@@ -113,7 +94,12 @@ def parser() -> argparse.ArgumentParser:
         "run", help="run the operator (watch, reconcile with Ansible)", allow_abbrev=False
     )
     scaffold_commands.add_commands(commands, boolean=_bool)  # init, create api/webhook
-    defaults = options.Settings(watches_file=Path("watches.yaml"))
+    # The flags' defaults are the sections' (--max-concurrent-reconciles' is the CPU quota).
+    ansible = sections.AnsibleSettings()
+    reconcile = sections.ReconcileSettings()
+    election = sections.ElectionSettings()
+    serving = sections.ServingSettings()
+    webhooks = sections.WebhookSettings()
     b = {"type": _bool, "nargs": "?", "const": True, "metavar": "BOOL"}
     _flag(run, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
     _flag(
@@ -126,14 +112,14 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--reconcile-period",
         type=_duration,
-        default=defaults.reconcile_period,
+        default=reconcile.reconcile_period,
         help="default resync period (Go duration, default 10h)",
     )
     _flag(
         run,
         "--reconcile-timeout",
         type=_duration,
-        default=defaults.reconcile_timeout,
+        default=reconcile.reconcile_timeout,
         help="how long one Ansible run may take before it is killed (Go duration, "
         "default 1h; 0: no limit); a watch's reconcileTimeout overrides it",
     )
@@ -141,7 +127,7 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--max-concurrent-reconciles",
         type=int,
-        default=defaults.max_concurrent_reconciles,
+        default=options.default_workers(),
         help="workers per watch (default: the container's CPU quota, rounded up; "
         "without one, the CPU count)",
     )
@@ -149,7 +135,7 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--max-concurrent-runs",
         type=int,
-        default=defaults.max_concurrent_runs,
+        default=reconcile.max_concurrent_runs,
         help="Ansible runs at once across all watched kinds (default 0: no cap beyond "
         "each watch's workers)",
     )
@@ -157,7 +143,7 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--startup-resync-window",
         type=_duration,
-        default=defaults.startup_resync_window,
+        default=reconcile.startup_resync_window,
         help="after a restart, spread the first runs of CRs that succeeded and whose "
         "children did not change over this window (Go duration, default 5m; 0: run "
         "every CR at once, as ansible-operator does)",
@@ -166,14 +152,14 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--startup-resync-rate",
         type=float,
-        default=defaults.startup_resync_rate,
+        default=reconcile.startup_resync_rate,
         help="spread start-up runs started per second at most (default 5; 0: no cap)",
     )
     _flag(
         run,
         "--ansible-verbosity",
         type=int,
-        default=defaults.ansible_verbosity,
+        default=ansible.verbosity,
         choices=range(8),
         help="ansible-playbook verbosity 0-7",
     )
@@ -207,14 +193,14 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--warm-launcher-max-runs",
         type=_count,
-        default=defaults.warm_launcher_max_runs,
+        default=ansible.warm_launcher_max_runs,
         help="replace a warm launcher after this many runs, between runs (default 1000; 0: never)",
     )
     _flag(
         run,
         "--warm-launcher-max-rss",
         type=_count,
-        default=defaults.warm_launcher_max_rss,
+        default=ansible.warm_launcher_max_rss,
         metavar="MIB",
         help="replace a warm launcher whose resident memory is above this many MiB, between "
         "runs (default 512; 0: no cap)",
@@ -222,14 +208,14 @@ def parser() -> argparse.ArgumentParser:
     _flag(
         run,
         "--inject-owner-ref",
-        default=defaults.inject_owner_ref,
+        default=reconcile.inject_owner_ref,
         help="inject owner references into created objects",
         **b,
     )
     _flag(
         run,
         "--cache-reads",
-        default=defaults.cache_reads,
+        default=reconcile.cache_reads,
         help="serve roles' reads of watched kinds from the runner's caches",
         **b,
     )
@@ -237,14 +223,14 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--proxy-port",
         type=int,
-        default=defaults.proxy_port,
+        default=reconcile.proxy_port,
         help="port of the owner-injecting API proxy on 127.0.0.1 (default 0: any free port)",
     )
     _flag(
         run,
         "--metrics-bind-address",
         "--metrics-addr",
-        default=defaults.metrics_bind_address,
+        default=serving.metrics_bind_address,
         help="Prometheus /metrics address (0 disables)",
     )
     _flag(
@@ -271,38 +257,38 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--webhook-port",
         type=int,
-        default=defaults.webhook_port,
+        default=webhooks.port,
         help="HTTPS port of the admission webhooks (watches with validation: or mutation:)",
     )
     _flag(
         run,
         "--webhook-host",
-        default=defaults.webhook_host,
+        default=webhooks.host,
         help="address the admission webhooks listen on (default: every interface)",
     )
     _flag(
         run,
         "--webhook-cert-dir",
-        default=str(defaults.webhook_cert_dir),
+        default=str(webhooks.cert_dir),
         help="directory with the webhooks' tls.crt and tls.key (reloaded when they change)",
     )
     _flag(
         run,
         "--webhook-max-concurrent",
         type=int,
-        default=defaults.webhook_max_concurrent,
+        default=webhooks.max_concurrent,
         help="webhook runs at once, beside the reconciles (more wait up to half their timeout)",
     )
     _flag(
         run,
         "--health-probe-bind-address",
-        default=defaults.health_probe_bind_address,
+        default=serving.health_probe_bind_address,
         help="/healthz and /readyz address (0 disables)",
     )
     _flag(
         run,
         "--custom-metrics-bind-address",
-        default=defaults.custom_metrics_bind_address,
+        default=serving.custom_metrics_bind_address,
         help="where roles post custom metrics (osdk_metric)",
     )
     _flag(
@@ -326,7 +312,7 @@ def parser() -> argparse.ArgumentParser:
         "--lease-duration",
         dest="lease_duration",
         type=_duration,
-        default=defaults.lease_duration,
+        default=election.lease_duration,
         help="how long a standby waits before taking over an unrenewed Lease",
     )
     _flag(
@@ -335,7 +321,7 @@ def parser() -> argparse.ArgumentParser:
         "--renew-deadline",
         dest="renew_deadline",
         type=_duration,
-        default=defaults.renew_deadline,
+        default=election.renew_deadline,
         help="how long the leader keeps retrying to renew before giving up",
     )
     _flag(
@@ -385,12 +371,12 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--graceful-shutdown-timeout",
         type=_duration,
-        default=defaults.graceful_shutdown_timeout,
+        default=options.Settings.graceful_shutdown_timeout,
     )
     _flag(
         run,
         "--runner-dir",
-        default=str(defaults.runner_dir),
+        default=str(ansible.runner_dir),
         help="where per-CR private data dirs and artifacts live",
     )
     _flag(
@@ -442,14 +428,14 @@ def parser() -> argparse.ArgumentParser:
         run,
         "--backoff-base",
         type=_duration,
-        default=defaults.backoff_base,
+        default=reconcile.backoff_base,
         help="first retry delay after a failed reconcile",
     )
     _flag(
         run,
         "--backoff-max",
         type=_duration,
-        default=defaults.backoff_max,
+        default=reconcile.backoff_max,
         help="cap of the retry delay",
     )
     _flag(
@@ -496,7 +482,7 @@ def _runs_flags(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     _flag(
         runs,
         "--runner-dir",
-        default=str(options.DEFAULT_RUNNER_DIR),
+        default=str(sections.DEFAULT_RUNNER_DIR),
         help="the runner's --runner-dir",
     )
     _flag(runs, "--limit", type=int, default=20, help="newest runs shown (default 20)")
@@ -535,26 +521,6 @@ def _rbac_flags(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     _flag(rbac, "--ansible-collections-path", default="", help="extra collections path")
 
 
-#: Deprecated and current names of one setting: ansible-operator refuses both at once.
-_EXCLUSIVE = (
-    ("--leader-elect", "--enable-leader-election"),
-    ("--metrics-bind-address", "--metrics-addr"),
-)
-
-
-#: The flags behind each setting a ``--config`` file can hold.
-_FLAGS_OF = {
-    "health_probe_bind_address": ("--health-probe-bind-address",),
-    "metrics_bind_address": ("--metrics-bind-address", "--metrics-addr"),
-    "leader_elect": ("--leader-elect", "--enable-leader-election"),
-    "leader_election_id": ("--leader-election-id",),
-    "leader_election_namespace": ("--leader-election-namespace",),
-    "lease_duration": ("--leader-elect-lease-duration", "--lease-duration"),
-    "renew_deadline": ("--leader-elect-renew-deadline", "--renew-deadline"),
-    "graceful_shutdown_timeout": ("--graceful-shutdown-timeout",),
-}
-
-
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line; ``args.given`` holds the ``run`` flags given explicitly
     (what a ``--config`` file may not override)."""
@@ -573,131 +539,10 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def log_options(
-    args: argparse.Namespace,
-) -> tuple[logs.LogFormat, int, logs.TimeEncoding, int | None]:
-    """Encoding, level, time encoding and stack-trace level; ``--zap-devel`` only changes
-    the defaults of the others, as in controller-runtime."""
-    devel = bool(args.zap_devel)
-    fmt = logs.LogFormat(args.log_format or ("console" if devel else "json"))
-    level = (
-        args.log_level if args.log_level is not None else logging.DEBUG if devel else logging.INFO
-    )
-    # Unlike controller-runtime's development mode, --zap-devel adds no stack trace to
-    # warnings: the runner's would show its own logging thread and read like a crash.
-    # An exception's traceback is always shown; --zap-stacktrace-level adds the rest.
-    return fmt, level, args.zap_time_encoding, args.zap_stacktrace_level
-
-
 def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> options.Settings:
+    """The settings of ``run`` from what was parsed (:mod:`runner.config.builder`)."""
     given: frozenset[str] = getattr(args, "given", frozenset())
-    for names in _EXCLUSIVE:
-        if set(names) <= given:
-            raise errors.ConfigError(f"only one of {' and '.join(names)} may be set")
-    if args.config:
-        for dest, value in options.manager_config(Path(args.config), log=log).items():
-            flags = _FLAGS_OF.get(dest, ())
-            if not given & set(flags):  # a flag on the command line wins over the file
-                setattr(args, dest, value)
-    sharded = args.sharded if args.sharded is not None else _sharded_from(environ)
-    if sharded and args.leader_elect:
-        # Two ways of deciding who reconciles: one leader, or a share per replica.
-        raise errors.ConfigError("--sharded and --leader-elect are mutually exclusive")
-    if args.reconcile_timeout < 0:
-        raise errors.ConfigError(
-            f"--reconcile-timeout must not be negative, saw {args.reconcile_timeout:g}s"
-        )
-    if args.metrics_require_rbac and not args.metrics_secure:
-        # A scraper's bearer token must never cross the network in clear text.
-        raise errors.ConfigError("--metrics-require-rbac needs --metrics-secure")
-    inventory = environ.get("ANSIBLE_INVENTORY", "")
-    for source in (s.strip() for s in inventory.split(",")):
-        if source and not Path(source).exists():
-            raise errors.ConfigError(f"$ANSIBLE_INVENTORY: no such file or directory: {source}")
-    debug_logs = options.parse_bool(environ.get("ANSIBLE_DEBUG_LOGS", "false"))
-    if debug_logs is None:
-        log.info(
-            "Could not parse environment variable as an boolean; using default value",
-            extra={"envVar": "ANSIBLE_DEBUG_LOGS", "default": False},
-        )
-    fmt, level, time_encoding, stacktrace_level = log_options(args)
-    watches_file = Path(args.watches_file)
-    roles_path = tuple(
-        p
-        for p in (args.ansible_roles_path or environ.get("ANSIBLE_ROLES_PATH", "")).split(":")
-        if p
-    )
-    collections_path = tuple(
-        p
-        for p in (
-            args.ansible_collections_path or environ.get("ANSIBLE_COLLECTIONS_PATH", "")
-        ).split(":")
-        if p
-    )
-    loaded = watches.load(
-        watches_file,
-        environ=environ,
-        roles_path=roles_path,
-        collections_path=collections_path,
-        base_dir=Path.cwd(),  # operator-sdk resolves roles and playbooks against the CWD
-    )
-    return options.Settings(
-        watches_file=watches_file,
-        watches=tuple(loaded),
-        kubeconfig=args.kubeconfig,
-        watch_namespaces=options.parse_namespaces(
-            environ.get("WATCH_NAMESPACE", getattr(args, "cache_namespace", ""))
-        ),
-        reconcile_period=args.reconcile_period,
-        reconcile_timeout=args.reconcile_timeout,
-        max_concurrent_reconciles=args.max_concurrent_reconciles,
-        ansible_verbosity=args.ansible_verbosity,
-        ansible_args=args.ansible_args,
-        ansible_roles_path=roles_path,
-        ansible_collections_path=collections_path,
-        ansible_log_events=args.ansible_log_events
-        or (options.LogEvents.CHANGES if args.zap_devel else options.LogEvents.TASKS),
-        ansible_debug_logs=bool(debug_logs),
-        inject_owner_ref=args.inject_owner_ref,
-        cache_reads=args.cache_reads,
-        warm=args.warm if args.warm is not None else _warm_from(environ),
-        warm_launcher_max_runs=args.warm_launcher_max_runs,
-        warm_launcher_max_rss=args.warm_launcher_max_rss,
-        proxy_port=args.proxy_port,
-        metrics_bind_address=args.metrics_bind_address,
-        metrics_secure=args.metrics_secure,
-        metrics_require_rbac=args.metrics_require_rbac,
-        metrics_cert_dir=args.metrics_cert_dir,
-        webhook_port=args.webhook_port,
-        webhook_host=args.webhook_host,
-        enable_webhooks=environ.get("ENABLE_WEBHOOKS", "").strip().lower() != "false",
-        webhook_cert_dir=Path(args.webhook_cert_dir),
-        webhook_max_concurrent=max(1, args.webhook_max_concurrent),
-        health_probe_bind_address=args.health_probe_bind_address,
-        custom_metrics_bind_address=args.custom_metrics_bind_address,
-        leader_elect=args.leader_elect,
-        leader_election_id=args.leader_election_id,
-        leader_election_namespace=args.leader_election_namespace,
-        lease_duration=args.lease_duration,
-        renew_deadline=args.renew_deadline,
-        retry_period=getattr(args, "retry_period", options.Settings.retry_period),
-        sharded=sharded,
-        replica_id=args.replica_id,
-        shard_group=args.shard_group,
-        graceful_shutdown_timeout=args.graceful_shutdown_timeout,
-        runner_dir=Path(args.runner_dir),
-        log_format=fmt,
-        log_level=level,
-        log_time_encoding=time_encoding,
-        log_stacktrace_level=stacktrace_level,
-        backoff_base=args.backoff_base,
-        backoff_max=args.backoff_max,
-        dev=args.dev,
-        startup_resync_window=args.startup_resync_window,
-        startup_resync_rate=max(0.0, args.startup_resync_rate),
-        max_concurrent_runs=max(0, args.max_concurrent_runs),
-        environ=environ,
-    )
+    return builder.build(vars(args), given=given, environ=environ, log=log)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -720,8 +565,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser().print_help()
         return 2
     environ = dict(os.environ)
-    fmt, level, time_encoding, stacktrace_level = log_options(args)
-    logs.setup(fmt=fmt, level=level, time_encoding=time_encoding, stacktrace_level=stacktrace_level)
+    logging_section = builder.log_settings(vars(args))
+    logs.setup(
+        fmt=logging_section.format,
+        level=logging_section.level,
+        time_encoding=logging_section.time_encoding,
+        stacktrace_level=logging_section.stacktrace_level,
+    )
     try:
         settings = build_settings(args, environ=environ)
     except errors.ConfigError as exc:
@@ -733,14 +583,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from runner.tools import devloop  # noqa: PLC0415
 
     try:
-        with options.claim_runner_dir(settings.runner_dir) as runner_dir:
-            if runner_dir != settings.runner_dir:
+        wanted = settings.ansible.runner_dir
+        with options.claim_runner_dir(wanted) as runner_dir:
+            if runner_dir != wanted:
                 log.warning(
                     "runner directory in use by another runner process; using a directory "
                     "of its own",
-                    extra={"wanted": str(settings.runner_dir), "using": str(runner_dir)},
+                    extra={"wanted": str(wanted), "using": str(runner_dir)},
                 )
-            settings = dataclasses.replace(settings, runner_dir=runner_dir)
+            settings = dataclasses.replace(
+                settings, ansible=dataclasses.replace(settings.ansible, runner_dir=runner_dir)
+            )
             if settings.dev:
                 argv_again = sys.argv[1:] if argv is None else list(argv)
                 return devloop.run(settings=settings, runtime=manager.Manager, argv=argv_again)

@@ -53,7 +53,7 @@ from typing import Any
 
 from runner.ansible import redact
 from runner.config import watches
-from runner.config.options import LogEvents
+from runner.config.sections import LogEvents
 
 #: The ``requeue_after`` module under the names a task may use for it.
 REQUEUE_ACTIONS = frozenset(

@@ -1,8 +1,11 @@
-"""The one settings object, built once at start-up from flags and environment.
+"""The one settings object, built once at start-up from flags, environment, ``--config``
+and watches.yaml (:mod:`runner.config.builder`).
 
-Defaults live here and only here (they follow operator-sdk's ``ansible-operator
-run``). The object is passed explicitly to whoever needs it; there are no
-module-level globals. watches.yaml is parsed by :mod:`runner.config.watches` and kept
+:class:`Settings` holds what the whole process shares (watches, namespaces, the
+kubeconfig, the shutdown grace) and one section per stage (:mod:`runner.config.sections`,
+where the defaults live, following operator-sdk's ``ansible-operator run``). The object
+is passed explicitly to whoever needs it, each stage taking only its section; there are
+no module-level globals. watches.yaml is parsed by :mod:`runner.config.watches` and kept
 on the settings so every stage sees the same, validated configuration.
 """
 
@@ -10,155 +13,43 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
-import socket
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
-import yaml
-
-from runner.base import errors, logs
-from runner.config import watches
+from runner.base import errors
+from runner.config import sections, watches
 from runner.kube.types import GVK
 
 #: Environment variable that turns warm execution off (``false``) unless the flag is given.
 WARM_ENV = "PLAYBOOK_OPERATOR_WARM"
-DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # operator-sdk PR #5781: 10h
-#: --reconcile-timeout: generous, so only a run that hangs (a wait on something that
-#: never comes) is killed; a watch's ``reconcileTimeout`` overrides it; 0 disables.
-DEFAULT_RECONCILE_TIMEOUT = 3600.0
 VERBOSITY_ANNOTATION = "ansible.sdk.operatorframework.io/verbosity"
 RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 MAX_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"
 #: "true" pauses reconciling one CR (runner.reconcile.pause); deletion still runs.
 PAUSED_ANNOTATION = "playbook-operator.io/paused"
-#: ansible-operator's runner directory: private data dirs and artifacts of every run.
-DEFAULT_RUNNER_DIR = Path("/tmp/ansible-operator/runner")
 _RUNNER_DIR_LOCK = ".playbook-operator.lock"
-
-
-class LogEvents(Enum):
-    """How much of each Ansible run is logged (operator-sdk's ``--ansible-log-events``)."""
-
-    TASKS = "Tasks"
-    EVERYTHING = "Everything"
-    NOTHING = "Nothing"
-    # Ours: a run in a few lines — tasks that changed something, failures, debug output,
-    # warnings; no task starts. ``--zap-devel``'s default (``make run``).
-    CHANGES = "Changes"
 
 
 @dataclass(frozen=True)
 class Settings:
+    """What the whole process shares, and one section per stage that reads the rest."""
+
     watches_file: Path
     watches: tuple[watches.Watch, ...] = ()
     kubeconfig: str | None = None
     watch_namespaces: tuple[str, ...] = ()  # empty: all namespaces
-    reconcile_period: float = DEFAULT_RECONCILE_PERIOD
-    reconcile_timeout: float = DEFAULT_RECONCILE_TIMEOUT  # seconds per run; 0: no limit
-    # A lambda: default_workers is defined below the class.
-    max_concurrent_reconciles: int = field(default_factory=lambda: default_workers())  # noqa: PLW0108
-    ansible_verbosity: int = 2
-    ansible_args: str = ""
-    ansible_roles_path: tuple[str, ...] = ()
-    ansible_collections_path: tuple[str, ...] = ()
-    ansible_log_events: LogEvents = LogEvents.TASKS
-    inject_owner_ref: bool = True
-    cache_reads: bool = True  # serve roles' GETs of watched kinds from informer caches
-    warm: bool = True  # start ansible-playbook and modules from warm launchers (runner.warm)
-    warm_launcher_max_runs: int = 1000  # replace a launcher after this many runs; 0: never
-    warm_launcher_max_rss: int = 512  # MiB; replace a launcher above this RSS; 0: no cap
-    proxy_port: int = 0  # any free port; each run's kubeconfig names it
-    metrics_bind_address: str = ":8080"
-    metrics_secure: bool = False  # HTTPS for /metrics
-    metrics_require_rbac: bool = False  # TokenReview + SubjectAccessReview per scraper
-    metrics_cert_dir: str = ""  # tls.crt/tls.key; empty: self-signed at start-up
-    health_probe_bind_address: str = ":6789"
-    custom_metrics_bind_address: str = "127.0.0.1:5050"
-    leader_elect: bool = False
-    leader_election_id: str = ""
-    leader_election_namespace: str = ""
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    sharded: bool = False  # active-active replicas, each reconciling its share (sharding)
-    replica_id: str = ""  # sharded: this replica's name; empty: $POD_NAME, else the host name
-    shard_group: str = ""  # sharded: prefix and label of the replicas' Leases
     graceful_shutdown_timeout: float = 30.0
-    runner_dir: Path = DEFAULT_RUNNER_DIR
-    log_format: logs.LogFormat = logs.LogFormat.JSON
-    log_level: int = logging.INFO  # a logging level; below DEBUG: zap's integer levels > 1
-    log_time_encoding: logs.TimeEncoding = logs.TimeEncoding.ISO8601
-    log_stacktrace_level: int | None = None  # records at or above it carry a stack trace
-    ansible_debug_logs: bool = False  # ANSIBLE_DEBUG_LOGS: print each run's whole output
-    backoff_base: float = 1.0
-    backoff_max: float = 300.0
     dev: bool = False  # run --dev: runs read a snapshot; edits reconcile again (tools.devloop)
-    # After a restart, CRs that succeeded and whose children did not change run spread
-    # over this window (runner.reconcile.startup); 0: all at once, as upstream.
-    startup_resync_window: float = 300.0
-    startup_resync_rate: float = 5.0  # spread runs started per second at most; 0: no cap
-    max_concurrent_runs: int = 0  # Ansible runs at once across every kind; 0: no cap
-    # Admission webhooks (runner.webhook), served only when a watch has validation/mutation.
-    webhook_port: int = 9443
-    webhook_host: str = ""  # every interface, as controller-runtime's webhook server
-    # ENABLE_WEBHOOKS=false (kubebuilder's switch): watches' webhooks are not served.
-    enable_webhooks: bool = True
-    webhook_cert_dir: Path = Path("/tmp/k8s-webhook-server/serving-certs")  # tls.crt, tls.key
-    webhook_max_concurrent: int = 4  # webhook runs at once, beside the reconciles' workers
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-
-    def __post_init__(self) -> None:
-        # Every per-watch environment override is read now, so a bad one stops the runner at
-        # start-up (naming the variable) instead of failing a reconcile after Running was
-        # written. The reads are pure: later calls return the same values.
-        for watch in self.watches:
-            self.workers_for(watch.gvk)
-            self.verbosity_for(watch.gvk)
-
-    def workers_for(self, gvk: GVK) -> int:
-        """Workers for one watch: ``MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>`` (or the
-        deprecated ``WORKER_<KIND>_<GROUP>``), else ``--max-concurrent-reconciles``."""
-        suffix = env_suffix(gvk)
-        for name in (f"MAX_CONCURRENT_RECONCILES_{suffix}", f"WORKER_{suffix}"):
-            number = self._env_int(name)
-            if number is not None and number > 0:
-                return number
-        return max(1, self.max_concurrent_reconciles)
-
-    def verbosity_for(self, gvk: GVK) -> int:
-        """``ANSIBLE_VERBOSITY_<KIND>_<GROUP>`` (0-7), else ``--ansible-verbosity``."""
-        number = self._env_int(f"ANSIBLE_VERBOSITY_{env_suffix(gvk)}")
-        if number is not None and 0 <= number <= 7:
-            return number
-        return self.ansible_verbosity
-
-    def _env_int(self, name: str) -> int | None:
-        """An integer environment variable; unset or empty is None, anything else an error."""
-        value = self.environ.get(name)
-        if not value:
-            return None
-        try:
-            return int(value)
-        except ValueError as exc:
-            raise errors.ConfigError(f"${name}: not an integer: {value!r}") from exc
-
-    def leader_lease_name(self) -> str:
-        return (
-            self.leader_election_id or self.environ.get("OPERATOR_NAME", "") or "playbook-operator"
-        )
-
-    def shard_replica(self) -> str:
-        """This replica's id in sharded mode: ``--replica-id``, ``$POD_NAME``, the host name."""
-        return self.replica_id or self.environ.get("POD_NAME", "") or socket.gethostname()
-
-    def shard_group_name(self) -> str:
-        """The shard group: ``--shard-group``, else the leader Lease's name."""
-        return self.shard_group or self.leader_lease_name()
+    ansible: sections.AnsibleSettings = field(default_factory=sections.AnsibleSettings)
+    reconcile: sections.ReconcileSettings = field(default_factory=sections.ReconcileSettings)
+    election: sections.ElectionSettings = field(default_factory=sections.ElectionSettings)
+    serving: sections.ServingSettings = field(default_factory=sections.ServingSettings)
+    webhooks: sections.WebhookSettings = field(default_factory=sections.WebhookSettings)
+    logging: sections.LogSettings = field(default_factory=sections.LogSettings)
 
 
 def default_workers(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
@@ -198,81 +89,6 @@ def env_suffix(gvk: GVK) -> str:
 def parse_namespaces(value: str) -> tuple[str, ...]:
     """WATCH_NAMESPACE: empty means all namespaces; a comma list means several."""
     return tuple(sorted({part.strip() for part in value.split(",") if part.strip()}))
-
-
-#: A ControllerManagerConfig key path → the setting it gives (controller-runtime v1alpha1).
-_MANAGER_CONFIG = {
-    ("health", "healthProbeBindAddress"): "health_probe_bind_address",
-    ("metrics", "bindAddress"): "metrics_bind_address",
-    ("leaderElection", "leaderElect"): "leader_elect",
-    ("leaderElection", "resourceName"): "leader_election_id",
-    ("leaderElection", "resourceNamespace"): "leader_election_namespace",
-    ("leaderElection", "leaseDuration"): "lease_duration",
-    ("leaderElection", "renewDeadline"): "renew_deadline",
-    ("leaderElection", "retryPeriod"): "retry_period",
-    ("gracefulShutDown", "timeout"): "graceful_shutdown_timeout",
-    ("cacheNamespace",): "cache_namespace",
-}
-_DURATIONS = frozenset(
-    {"lease_duration", "renew_deadline", "retry_period", "graceful_shutdown_timeout"}
-)
-#: Known keys that change nothing here: the lock is always a Lease; informers never resync.
-_MANAGER_CONFIG_IGNORED = frozenset(
-    {("apiVersion",), ("kind",), ("leaderElection", "resourceLock"), ("syncPeriod",)}
-)
-
-
-def manager_config(path: Path, *, log: logging.Logger) -> dict[str, object]:
-    """The settings a ``--config`` file (controller-runtime's ControllerManagerConfig, as
-    ansible-operator reads it) gives, by setting name. Webhook options stop the runner,
-    as they stop ansible-operator; other keys are reported and ignored."""
-    try:
-        loaded = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise errors.ConfigError(f"--config={path}: {exc}") from exc
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, dict):
-        raise errors.ConfigError(f"--config={path}: expected a mapping")
-    found: dict[str, object] = {}
-    ignored: list[str] = []
-
-    def walk(node: Mapping[str, object], prefix: tuple[str, ...]) -> None:
-        for key, value in node.items():
-            where = (*prefix, str(key))
-            if where[0] == "webhook" and value not in (None, {}, "", 0):
-                raise errors.ConfigError(
-                    f"--config={path}: webhook options are not supported (ansible-operator "
-                    f"refuses them too): {'.'.join(where)}"
-                )
-            name = _MANAGER_CONFIG.get(where)
-            if name is not None:
-                found[name] = _config_value(path, where, name, value)
-            elif isinstance(value, Mapping) and where[0] != "webhook":
-                walk(value, where)
-            elif where not in _MANAGER_CONFIG_IGNORED and where[0] != "webhook":
-                ignored.append(".".join(where))
-
-    walk(loaded, ())
-    if ignored:
-        log.warning("manager config keys ignored", extra={"config": str(path), "keys": ignored})
-    return found
-
-
-def _config_value(path: Path, where: tuple[str, ...], name: str, value: object) -> object:
-    field_name = ".".join(where)
-    if name in _DURATIONS:
-        try:
-            return watches.parse_duration(str(value))
-        except ValueError as exc:
-            raise errors.ConfigError(f"--config={path}: {field_name}: {exc}") from exc
-    if name == "leader_elect":
-        if not isinstance(value, bool):
-            raise errors.ConfigError(f"--config={path}: {field_name}: expected true or false")
-        return value
-    if not isinstance(value, str):
-        raise errors.ConfigError(f"--config={path}: {field_name}: expected a string")
-    return value
 
 
 def parse_bool(value: str) -> bool | None:

@@ -15,7 +15,7 @@ import pytest
 
 from runner import cli
 from runner.base import errors, logs
-from runner.config import options
+from runner.config import sections
 from tests.cli.settings_from import build, one_watch
 
 
@@ -71,79 +71,93 @@ def test_every_upstream_flag_is_accepted(flag: str, value: str | None) -> None:
 @pytest.mark.parametrize(
     ("flags", "attribute", "expected"),
     [
-        pytest.param(("--zap-log-level=2",), "log_level", logging.DEBUG - 1, id="zap-level-2"),
-        pytest.param(("--zap-log-level=5",), "log_level", logging.DEBUG - 4, id="zap-level-5"),
-        pytest.param(("--zap-log-level=1",), "log_level", logging.DEBUG, id="zap-level-1"),
-        pytest.param(("--zap-log-level=debug",), "log_level", logging.DEBUG, id="zap-debug"),
-        pytest.param(("--zap-log-level=Error",), "log_level", logging.ERROR, id="zap-error"),
-        pytest.param(("--zap-log-level=panic",), "log_level", logging.CRITICAL, id="zap-panic"),
-        pytest.param(("--log-level=warning",), "log_level", logging.WARNING, id="log-level"),
-        pytest.param((), "log_level", logging.INFO, id="level-default"),
+        pytest.param(("--zap-log-level=2",), "logging.level", logging.DEBUG - 1, id="zap-level-2"),
+        pytest.param(("--zap-log-level=5",), "logging.level", logging.DEBUG - 4, id="zap-level-5"),
+        pytest.param(("--zap-log-level=1",), "logging.level", logging.DEBUG, id="zap-level-1"),
+        pytest.param(("--zap-log-level=debug",), "logging.level", logging.DEBUG, id="zap-debug"),
+        pytest.param(("--zap-log-level=Error",), "logging.level", logging.ERROR, id="zap-error"),
+        pytest.param(("--zap-log-level=panic",), "logging.level", logging.CRITICAL, id="zap-panic"),
+        pytest.param(("--log-level=warning",), "logging.level", logging.WARNING, id="log-level"),
+        pytest.param((), "logging.level", logging.INFO, id="level-default"),
         pytest.param(
             ("--zap-stacktrace-level=error",),
-            "log_stacktrace_level",
+            "logging.stacktrace_level",
             logging.ERROR,
             id="stacktrace-level",
         ),
-        pytest.param((), "log_stacktrace_level", None, id="stacktrace-default"),
+        pytest.param((), "logging.stacktrace_level", None, id="stacktrace-default"),
         pytest.param(
             ("--zap-time-encoding=epoch",),
-            "log_time_encoding",
+            "logging.time_encoding",
             logs.TimeEncoding.EPOCH,
             id="time-encoding",
         ),
         pytest.param(
             ("--zap-encoder=console",),
-            "log_format",
+            "logging.format",
             logs.LogFormat.CONSOLE,
             id="zap-encoder",
         ),
-        pytest.param(("--zap-devel",), "log_format", logs.LogFormat.CONSOLE, id="devel-fmt"),
-        pytest.param(("--zap-devel",), "log_level", logging.DEBUG, id="devel-level"),
+        pytest.param(("--zap-devel",), "logging.format", logs.LogFormat.CONSOLE, id="devel-fmt"),
+        pytest.param(("--zap-devel",), "logging.level", logging.DEBUG, id="devel-level"),
         # No stack trace on warnings, unlike controller-runtime's devel mode (issue 21).
-        pytest.param(("--zap-devel",), "log_stacktrace_level", None, id="devel-stacktrace"),
+        pytest.param(("--zap-devel",), "logging.stacktrace_level", None, id="devel-stacktrace"),
         pytest.param(
-            ("--zap-devel",), "ansible_log_events", options.LogEvents.CHANGES, id="devel-events"
+            ("--zap-devel",), "ansible.log_events", sections.LogEvents.CHANGES, id="devel-events"
         ),
         pytest.param(
             ("--zap-devel", "--ansible-log-events=Tasks"),
-            "ansible_log_events",
-            options.LogEvents.TASKS,
+            "ansible.log_events",
+            sections.LogEvents.TASKS,
             id="devel-events-given",
         ),
         pytest.param(
             ("--zap-devel", "--zap-encoder=json"),
-            "log_format",
+            "logging.format",
             logs.LogFormat.JSON,
             id="devel-then-encoder",
         ),
         pytest.param(
             ("--zap-devel", "--zap-log-level=info"),
-            "log_level",
+            "logging.level",
             logging.INFO,
             id="devel-then-level",
         ),
         pytest.param(
-            ("--leader-elect-lease-duration=30s",), "lease_duration", 30.0, id="lease-duration"
+            ("--leader-elect-lease-duration=30s",),
+            "election.lease_duration",
+            30.0,
+            id="lease-duration",
         ),
         pytest.param(
-            ("--leader-elect-renew-deadline=20s",), "renew_deadline", 20.0, id="renew-deadline"
+            ("--leader-elect-renew-deadline=20s",),
+            "election.renew_deadline",
+            20.0,
+            id="renew-deadline",
         ),
-        pytest.param(("--enable-leader-election",), "leader_elect", True, id="enable-election"),
-        pytest.param(("--metrics-addr=:9443",), "metrics_bind_address", ":9443", id="metrics-addr"),
+        pytest.param(
+            ("--enable-leader-election",), "election.leader_elect", True, id="enable-election"
+        ),
+        pytest.param(
+            ("--metrics-addr=:9443",), "serving.metrics_bind_address", ":9443", id="metrics-addr"
+        ),
         pytest.param(
             ("--ansible-log-events=everything",),
-            "ansible_log_events",
-            options.LogEvents.EVERYTHING,
+            "ansible.log_events",
+            sections.LogEvents.EVERYTHING,
             id="log-events-any-case",
         ),
-        pytest.param((), "runner_dir", Path("/tmp/ansible-operator/runner"), id="runner-dir"),
+        pytest.param(
+            (), "ansible.runner_dir", Path("/tmp/ansible-operator/runner"), id="runner-dir"
+        ),
     ],
 )
 def test_flag_meaning(
     watches_file: Path, flags: tuple[str, ...], attribute: str, expected: object
 ) -> None:
-    seen = getattr(build(watches_file, *flags), attribute)
+    seen: object = build(watches_file, *flags)
+    for part in attribute.split("."):  # a section, then its field
+        seen = getattr(seen, part)
     assert seen == expected, f"{' '.join(flags) or 'no flag'}: {attribute} is {seen!r}"
 
 
@@ -204,14 +218,14 @@ def test_a_manager_config_file_gives_settings_flags_win(watches_file: Path, tmp_
     config.write_text(MANAGER_CONFIG)
     built = build(watches_file, f"--config={config}", "--metrics-bind-address=:7777")
     seen = {
-        "health_probe_bind_address": built.health_probe_bind_address,
-        "metrics_bind_address": built.metrics_bind_address,
-        "leader_elect": built.leader_elect,
-        "leader_election_id": built.leader_election_id,
-        "leader_election_namespace": built.leader_election_namespace,
-        "lease_duration": built.lease_duration,
-        "renew_deadline": built.renew_deadline,
-        "retry_period": built.retry_period,
+        "health_probe_bind_address": built.serving.health_probe_bind_address,
+        "metrics_bind_address": built.serving.metrics_bind_address,
+        "leader_elect": built.election.leader_elect,
+        "leader_election_id": built.election.lease_name,
+        "leader_election_namespace": built.election.namespace,
+        "lease_duration": built.election.lease_duration,
+        "renew_deadline": built.election.renew_deadline,
+        "retry_period": built.election.retry_period,
         "graceful_shutdown_timeout": built.graceful_shutdown_timeout,
         "watch_namespaces": built.watch_namespaces,
     }
@@ -262,7 +276,7 @@ def test_ansible_debug_logs_reads_go_booleans(
     watches_file: Path, value: str, expected: bool
 ) -> None:
     built = build(watches_file, environ={"ANSIBLE_DEBUG_LOGS": value})
-    assert built.ansible_debug_logs is expected, f"ANSIBLE_DEBUG_LOGS={value}"
+    assert built.ansible.debug_logs is expected, f"ANSIBLE_DEBUG_LOGS={value}"
 
 
 def test_a_missing_ansible_inventory_stops_the_runner(watches_file: Path, tmp_path: Path) -> None:

@@ -20,8 +20,8 @@ from tests.cli.settings_from import build, one_watch
 )
 def test_reconcile_timeout_flag(flags: tuple[str, ...], seconds: float, tmp_path: Path) -> None:
     settings = build(one_watch(tmp_path), *flags)
-    assert settings.reconcile_timeout == seconds, (
-        f"expected {seconds}, saw {settings.reconcile_timeout}"
+    assert settings.reconcile.reconcile_timeout == seconds, (
+        f"expected {seconds}, saw {settings.reconcile.reconcile_timeout}"
     )
 
 

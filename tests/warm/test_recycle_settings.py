@@ -25,7 +25,7 @@ def test_recycling_flags_reach_the_settings(
     flags: tuple[str, ...], runs: int, rss: int, tmp_path: Path
 ) -> None:
     settings = build(one_watch(tmp_path), *flags)
-    seen = (settings.warm_launcher_max_runs, settings.warm_launcher_max_rss)
+    seen = (settings.ansible.warm_launcher_max_runs, settings.ansible.warm_launcher_max_rss)
     assert seen == (runs, rss), f"{flags}: expected max runs/RSS {(runs, rss)}, got {seen}"
 
 

@@ -49,16 +49,17 @@ def prepare(settings: options.Settings) -> tuple[options.Settings, Snapshots]:
     """Snapshot the project (the working directory) and settings whose watches run it."""
     snaps = Snapshots(
         source=Path.cwd(),
-        root=settings.runner_dir / SNAPSHOT_DIR,
+        root=settings.ansible.runner_dir / SNAPSHOT_DIR,
         watches_file=settings.watches_file,
     )
     snaps.include(p for w in settings.watches for p in targets(w))
     snaps.activate(snaps.make())
     # A roles path into the project (make run's ANSIBLE_ROLES_PATH=$PWD/roles) is read
     # through the snapshot too, or roles found on it would run from the project itself.
+    ansible = settings.ansible
+    roles_path = tuple(snaps.through_current(p) for p in ansible.roles_path)
     settings = dataclasses.replace(
-        settings,
-        ansible_roles_path=tuple(snaps.through_current(p) for p in settings.ansible_roles_path),
+        settings, ansible=dataclasses.replace(ansible, roles_path=roles_path)
     )
     loaded = load_watches(snaps.current_watches, base=snaps.current, settings=settings)
     return dataclasses.replace(settings, watches=tuple(loaded)), snaps

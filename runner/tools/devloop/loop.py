@@ -58,8 +58,8 @@ def load_watches(path: Path, *, base: Path, settings: options.Settings) -> list[
     return watches.load(
         path,
         environ=settings.environ,
-        roles_path=settings.ansible_roles_path,
-        collections_path=settings.ansible_collections_path,
+        roles_path=settings.ansible.roles_path,
+        collections_path=settings.ansible.collections_path,
         base_dir=base,
     )
 

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runner.base import errors
-from runner.config import options
+from runner.config import builder, options, sections
 from runner.kube.types import GVK
 
 GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")
 
 
-def make(env: dict[str, str], **kw: object) -> options.Settings:
-    return options.Settings(watches_file=Path("w.yaml"), environ=env, **kw)  # type: ignore[arg-type]
+def reconcile(env: dict[str, str], **kw: Any) -> sections.ReconcileSettings:
+    """The reconcile section as the settings are built: overrides resolved per watch."""
+    return sections.ReconcileSettings(workers=builder.workers(gvks=[GVK_], environ=env), **kw)
+
+
+def ansible(env: dict[str, str]) -> sections.AnsibleSettings:
+    return sections.AnsibleSettings(verbosities=builder.verbosities(gvks=[GVK_], environ=env))
 
 
 @pytest.mark.parametrize(
@@ -31,14 +36,14 @@ def make(env: dict[str, str], **kw: object) -> options.Settings:
     ],
 )
 def test_workers(env: dict[str, str], expected: int) -> None:
-    assert make(env, max_concurrent_reconciles=4).workers_for(GVK_) == expected
+    assert reconcile(env, max_concurrent_reconciles=4).workers_for(GVK_) == expected
 
 
 def test_workers_not_a_number_is_a_config_error() -> None:
     with pytest.raises(
         errors.ConfigError, match="MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM"
     ):
-        make({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "many"}).workers_for(GVK_)
+        reconcile({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "many"})
 
 
 @pytest.mark.parametrize(
@@ -52,7 +57,7 @@ def test_workers_not_a_number_is_a_config_error() -> None:
     ],
 )
 def test_verbosity(env: dict[str, str], expected: int) -> None:
-    assert make(env).verbosity_for(GVK_) == expected
+    assert ansible(env).verbosity_for(GVK_) == expected
 
 
 @pytest.mark.parametrize(

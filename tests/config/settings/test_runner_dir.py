@@ -25,7 +25,7 @@ with options.claim_runner_dir(Path(sys.argv[1])) as used:
 
 
 def test_the_default_is_ansible_operators() -> None:
-    assert options.Settings(watches_file=Path("w")).runner_dir == Path(
+    assert options.Settings(watches_file=Path("w")).ansible.runner_dir == Path(
         "/tmp/ansible-operator/runner"
     )
 

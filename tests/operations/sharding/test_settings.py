@@ -30,7 +30,7 @@ def watches_file(tmp_path: Path) -> Path:
 def test_sharded_mode_from_flag_or_environment(
     watches_file: Path, flags: tuple[str, ...], environ: dict[str, str], sharded: bool
 ) -> None:
-    found = build(watches_file, *flags, environ=environ).sharded
+    found = build(watches_file, *flags, environ=environ).election.sharded
     assert found is sharded, f"expected sharded={sharded}; saw {found}"
 
 
@@ -64,7 +64,7 @@ def test_a_bad_sharded_environment_value_is_a_config_error(watches_file: Path) -
 def test_the_replica_id(
     watches_file: Path, flags: tuple[str, ...], environ: dict[str, str], replica: str
 ) -> None:
-    found = build(watches_file, "--sharded", *flags, environ=environ).shard_replica()
+    found = build(watches_file, "--sharded", *flags, environ=environ).election.replica
     assert found == replica, f"expected replica id {replica!r}; saw {found!r}"
 
 
@@ -85,7 +85,7 @@ def test_the_replica_id(
 def test_the_shard_group(
     watches_file: Path, flags: tuple[str, ...], environ: dict[str, str], group: str
 ) -> None:
-    found = build(watches_file, "--sharded", *flags, environ=environ).shard_group_name()
+    found = build(watches_file, "--sharded", *flags, environ=environ).election.shard_group
     assert found == group, f"expected shard group {group!r}; saw {found!r}"
 
 

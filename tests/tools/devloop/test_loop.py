@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.config import options, watches
+from runner.config import options, sections, watches
 from runner.kube.types import GVK
 from runner.tools import devloop
 from runner.tools.devloop import loop as loop_mod
@@ -74,9 +74,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project
     base = options.Settings(
         watches_file=Path("watches.yaml"),
         watches=tuple(watches.load(Path("watches.yaml"), base_dir=source)),
-        runner_dir=tmp_path / "runner",
-        # make run's habit: the project's roles on ANSIBLE_ROLES_PATH
-        ansible_roles_path=(str(source / "roles"),),
+        ansible=sections.AnsibleSettings(
+            runner_dir=tmp_path / "runner",
+            # make run's habit: the project's roles on ANSIBLE_ROLES_PATH
+            roles_path=(str(source / "roles"),),
+        ),
     )
     settings, snapshots = devloop.prepare(base)
     runner = FakeRunner({A, B})

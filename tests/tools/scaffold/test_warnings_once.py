@@ -18,7 +18,6 @@ import pytest
 
 from runner.ansible import events
 from runner.base import logs
-from runner.config import options
 
 DEPRECATION = "Direct access to the `environment` attribute is deprecated."
 STDOUT_219 = (
@@ -69,7 +68,7 @@ def lines_of(stream: io.StringIO) -> list[dict[str, Any]]:
 
 def reconcile(event: dict[str, Any], *, name: str) -> None:
     log = logs.bind(logging.getLogger("runner.reconcile"), name=name)
-    tally = events.Tally(log=log, level=options.LogEvents.TASKS, verbosity=2)
+    tally = events.Tally(log=log, level=events.LogEvents.TASKS, verbosity=2)
     tally.handle(event)
 
 

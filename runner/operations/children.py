@@ -1,0 +1,57 @@
+"""What the runs' children start: a dependent watch of their kind, and the CR's record of them.
+
+The owner-injecting proxy reports every child a run creates or reads back; the
+start-up spread (:mod:`runner.reconcile.startup`) reads the children a CR's last
+successful run recorded. Either way the child's kind gets a dependent watch
+(:class:`runner.watch.dependents.DependentWatches`, held by
+:class:`runner.operations.caches.Caches`) so a change to it reconciles its owner, the
+child goes into the owner's ``status.reconciledChildren`` bookkeeping, and the list
+and watch the runtime now makes is recorded (:mod:`runner.operations.needs`).
+"""
+
+from __future__ import annotations
+
+from runner.kube import client as client_mod
+from runner.kube import errors as kube_errors
+from runner.kube.types import GVK, KubeObject, Resource
+from runner.operations import caches, needs
+from runner.proxy import ownership
+from runner.reconcile import startup
+
+
+class ChildWatch:
+    """Starts dependent watches for the children runs touch, and records them."""
+
+    def __init__(
+        self,
+        *,
+        client: client_mod.Client,
+        record: startup.Children,
+        caches: caches.Caches,
+        needs: needs.RuntimeNeeds,
+    ) -> None:
+        self._client = client
+        self._record = record  # what runs touched: status.reconciledChildren
+        self._caches = caches
+        self._needs = needs
+
+    def saw(self, owner: ownership.Owner, resource: Resource, child: KubeObject) -> None:
+        """A run of ``owner`` created or read ``child`` (the proxy's ``on_child``)."""
+        self._record.saw(owner.uid, gvk=resource.gvk, obj=child)
+        watching = self._caches.dependents
+        if watching is not None:
+            watching.ensure(owner, resource, child)
+            if watching.caches(resource.gvk):  # a dependent watch lists and watches it
+                self._needs.dependent(owner.gvk, resource)
+
+    def read(self, child: startup.Child, owner: KubeObject) -> KubeObject | None:
+        """A child a CR's last successful run recorded, read at start-up; its kind is
+        watched from now on, as the run that touched it would have made it be, so a
+        change while the CR waits for its spread run still triggers one."""
+        gvk = GVK.of({"apiVersion": child.api_version, "kind": child.kind})
+        try:
+            live = self._client.get(gvk, name=child.name, namespace=child.namespace or None)
+        except kube_errors.NotFoundError:
+            return None
+        self.saw(ownership.Owner.of(owner), self._client.resource(gvk), live)
+        return live
