@@ -46,7 +46,7 @@ import ansible_runner
 from ansible_runner.utils import OutputEventFilter
 
 from runner import warm
-from runner.ansible import deadline, events, inputs, output, privatedir
+from runner.ansible import deadline, events, inputs, output, privatedir, retention
 from runner.ansible.events import FailedTask, LogEvents, Logger
 from runner.ansible.spec import RunSpec
 from runner.base import errors
@@ -124,13 +124,16 @@ class AnsibleRunner:
         ansible_playbook: str | None = None,
         output_grace: float = 5.0,
         launchers: warm.Launchers | None = None,
+        artifacts: retention.ArtifactBudget | None = None,
     ) -> None:
         """``launchers``: start ``ansible-playbook`` and modules warm (:mod:`runner.warm`);
-        None starts both cold, as ansible-runner does."""
+        None starts both cold, as ansible-runner does. ``artifacts``: the cap on every
+        CR's artifacts together; None keeps each CR's ``rotate_artifacts`` only."""
         self._python = python
         self._ansible_playbook = ansible_playbook or _find_ansible_playbook(python)
         self._output_grace = output_grace
         self._launchers = launchers
+        self._artifacts = artifacts
 
     def run(self, spec: RunSpec, *, log: Logger) -> RunResult:
         """Run ``spec`` to the end. Raises :class:`~runner.base.errors.AnsibleLaunchError`
@@ -165,8 +168,11 @@ class AnsibleRunner:
                     "warm launcher lost the run; running it again cold", extra={"reason": why}
                 )
                 return self._run(replace(spec, ident=f"{spec.ident}-cold"), log=log, launchers=None)
-        privatedir.rotate(artifact_dir.parent, keep=spec.rotate_artifacts, log=log)
+        rotated = privatedir.rotate(artifact_dir.parent, keep=spec.rotate_artifacts, log=log)
         privatedir.link_latest(artifact_dir)
+        if self._artifacts is not None:
+            self._artifacts.forget(rotated)
+            self._artifacts.add(artifact_dir)
 
         failed_tasks = tally.failed_tasks()
         if status == TIMEOUT:

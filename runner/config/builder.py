@@ -169,6 +169,9 @@ def build(
             else _env_bool(environ, options.WARM_ENV, default=True),
             warm_launcher_max_runs=read.whole("warm_launcher_max_runs", 1000),
             warm_launcher_max_rss=read.whole("warm_launcher_max_rss", 512),
+            artifacts_max_bytes=read.whole(
+                "max_runner_artifacts_size", sections.DEFAULT_ARTIFACTS_MAX_BYTES
+            ),
         ),
         reconcile=_reconcile(read, gvks=gvks, environ=environ),
         election=_election(read, sharded=sharded, environ=environ),

@@ -33,6 +33,8 @@ DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # operator-sdk PR #5781: 10h
 DEFAULT_RECONCILE_TIMEOUT = 3600.0
 #: ansible-operator's runner directory: private data dirs and artifacts of every run.
 DEFAULT_RUNNER_DIR = Path("/tmp/ansible-operator/runner")
+#: The artifacts every CR's runs leave there, at most (0: no cap beyond maxRunnerArtifacts).
+DEFAULT_ARTIFACTS_MAX_BYTES = 1 << 30
 
 
 class LogEvents(Enum):
@@ -62,6 +64,8 @@ class AnsibleSettings:
     warm: bool = True  # start ansible-playbook and modules from warm launchers (runner.warm)
     warm_launcher_max_runs: int = 1000  # replace a launcher after this many runs; 0: never
     warm_launcher_max_rss: int = 512  # MiB; replace a launcher above this RSS; 0: no cap
+    #: --max-runner-artifacts-size: the runner dir's artifacts across CRs (runner.ansible.retention)
+    artifacts_max_bytes: int = DEFAULT_ARTIFACTS_MAX_BYTES
 
     def verbosity_for(self, gvk: GVK) -> int:
         """``ANSIBLE_VERBOSITY_<KIND>_<GROUP>`` (0-7), else ``--ansible-verbosity``."""

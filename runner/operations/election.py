@@ -25,6 +25,7 @@ from runner.base import clock, errors
 from runner.config import sections
 from runner.kube import client as client_mod
 from runner.operations import exits, leader, metrics, sharding
+from runner.operations.sharding import metrics as shard_metrics
 
 #: Hands objects whose shard moved to this replica to their controllers.
 HandOver = Callable[[Iterable[sharding.Item]], None]
@@ -61,11 +62,13 @@ def shards_for(
         retry_period=election.retry_period,
     )
     stats = shards.stats
-    registry.add_shard_metrics(
-        owned=lambda: stats.owned,
-        members=lambda: stats.members,
-        handovers=lambda: dict(stats.handovers),
-        view_changes=lambda: stats.view_changes,
+    registry.add(
+        shard_metrics.ShardCollector(
+            owned=lambda: stats.owned,
+            members=lambda: stats.members,
+            handovers=lambda: dict(stats.handovers),
+            view_changes=lambda: stats.view_changes,
+        )
     )
     return shards
 

@@ -168,7 +168,9 @@ class Manager:
         if launchers is not None:
             # Closed after the runs (closing kills whatever still runs), before the listeners.
             self.runnables.add(runnables.Group.LAUNCHERS, runnables.Hooks(on_stop=launchers.close))
-        runner = launch.AnsibleRunner(launchers=launchers)
+        runner = launch.AnsibleRunner(
+            launchers=launchers, artifacts=runs.artifact_budget(settings.ansible, log=log)
+        )
         cache = self.caches.get if settings.reconcile.cache_reads else None
         self.webhooks = webhook_service.build(
             settings=settings,

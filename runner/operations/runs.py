@@ -9,9 +9,11 @@ kubeconfig), and the start-up spread of CRs that need no run at once
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from runner import proxy, warm
+from runner.ansible import retention
 from runner.config import sections, watches
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
@@ -19,6 +21,7 @@ from runner.kube.types import GVK
 from runner.operations import metrics
 from runner.rbac import record as rbac_record
 from runner.reconcile import reconciler, startup
+from runner.warm import metrics as warm_metrics
 
 
 def launchers_for(
@@ -30,13 +33,24 @@ def launchers_for(
     launchers = warm.Launchers(
         max_runs=ansible.warm_launcher_max_runs, max_rss_mib=ansible.warm_launcher_max_rss
     )
-    registry.add_launcher_metrics(
-        memory=launchers.memory_bytes,
-        running=launchers.running,
-        outcomes=lambda: dict(launchers.outcomes),
-        recycles=lambda: dict(launchers.recycles),
+    registry.add(
+        warm_metrics.LauncherCollector(
+            memory=launchers.memory_bytes,
+            running=launchers.running,
+            outcomes=lambda: dict(launchers.outcomes),
+            recycles=lambda: dict(launchers.recycles),
+        )
     )
     return launchers
+
+
+def artifact_budget(
+    ansible: sections.AnsibleSettings, *, log: logging.Logger
+) -> retention.ArtifactBudget:
+    """The cap on every CR's artifacts together, knowing what an earlier runner left."""
+    budget = retention.ArtifactBudget(max_bytes=ansible.artifacts_max_bytes, log=log)
+    budget.scan(ansible.runner_dir)
+    return budget
 
 
 def owner_proxy(

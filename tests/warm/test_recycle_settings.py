@@ -1,5 +1,5 @@
 """Recycling's flags reach the settings and its counter is exported, with both reasons
-from the start (runner/cli.py, runner/config/options.py, runner/operations/metrics.py)."""
+from the start (runner/config/flags.py, runner/config/options.py, runner/warm/metrics.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from runner import cli
 from runner.operations import metrics
+from runner.warm import metrics as warm_metrics
 from runner.warm import recycle
 from tests.cli.settings_from import build, one_watch
 
@@ -45,11 +46,13 @@ def test_bad_recycling_limits_are_refused(flag: str) -> None:
 def test_recycles_are_counted_by_reason() -> None:
     registry = metrics.Metrics()
     counts = {reason: 0 for reason in recycle.REASONS} | {"runs": 2}
-    registry.add_launcher_metrics(
-        memory=lambda: 0,
-        running=lambda: 2,
-        outcomes=lambda: {},
-        recycles=lambda: counts,
+    registry.add(
+        warm_metrics.LauncherCollector(
+            memory=lambda: 0,
+            running=lambda: 2,
+            outcomes=lambda: {},
+            recycles=lambda: counts,
+        )
     )
     text = metrics.exposition(registry.registry).decode()
     for line in (

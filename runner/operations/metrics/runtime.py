@@ -27,12 +27,10 @@ from runner.ansible import metrics as ansible_metrics
 from runner.kube.types import GVK
 from runner.metrics import registry as registry_mod
 from runner.operations.metrics import custom
-from runner.operations.sharding import metrics as shard_metrics
 from runner.proxy import metrics as api_metrics
 from runner.queue import metrics as queue_metrics
 from runner.queue import workqueue
 from runner.reconcile import metrics as controller_metrics
-from runner.warm import metrics as warm_metrics
 from runner.watch import budget
 from runner.watch import metrics as informer_metrics
 from runner.watch.predicate import Event
@@ -117,33 +115,3 @@ class Metrics:
     def add_informer_gauges(self, held: Callable[[], list[tuple[GVK, budget.Held]]]) -> None:
         """What the informers hold per kind: objects and approximate bytes."""
         self.add(informer_metrics.InformerGauges(held))
-
-    def add_launcher_metrics(
-        self,
-        *,
-        memory: Callable[[], int],
-        running: Callable[[], int],
-        outcomes: Callable[[], dict[str, int]],
-        recycles: Callable[[], dict[str, int]] = dict,
-    ) -> None:
-        """Warm launchers: :class:`runner.warm.metrics.LauncherCollector`."""
-        self.add(
-            warm_metrics.LauncherCollector(
-                memory=memory, running=running, outcomes=outcomes, recycles=recycles
-            )
-        )
-
-    def add_shard_metrics(
-        self,
-        *,
-        owned: Callable[[], int],
-        members: Callable[[], int],
-        handovers: Callable[[], dict[str, int]],
-        view_changes: Callable[[], int],
-    ) -> None:
-        """Sharded mode: :class:`runner.operations.sharding.metrics.ShardCollector`."""
-        self.add(
-            shard_metrics.ShardCollector(
-                owned=owned, members=members, handovers=handovers, view_changes=view_changes
-            )
-        )

@@ -10,7 +10,9 @@ import pytest
 
 from runner.kube.types import ObjectKey
 from runner.operations import metrics
+from runner.operations.sharding import metrics as shard_metrics
 from runner.queue import workqueue
+from runner.warm import metrics as warm_metrics
 from runner.watch import budget
 from tests.operations.metrics import samples
 
@@ -40,17 +42,21 @@ def populated() -> metrics.Metrics:
             (samples.PROBE, budget.Held(1, 10)),
         ]
     )
-    owner.add_launcher_metrics(
-        memory=lambda: 123456789,
-        running=lambda: 2,
-        outcomes=lambda: {"warm": 5, "cold": 1},
-        recycles=lambda: {"runs": 1, "rss": 0},
+    owner.add(
+        warm_metrics.LauncherCollector(
+            memory=lambda: 123456789,
+            running=lambda: 2,
+            outcomes=lambda: {"warm": 5, "cold": 1},
+            recycles=lambda: {"runs": 1, "rss": 0},
+        )
     )
-    owner.add_shard_metrics(
-        owned=lambda: 7,
-        members=lambda: 3,
-        handovers=lambda: {"acquired": 2},
-        view_changes=lambda: 4,
+    owner.add(
+        shard_metrics.ShardCollector(
+            owned=lambda: 7,
+            members=lambda: 3,
+            handovers=lambda: {"acquired": 2},
+            view_changes=lambda: 4,
+        )
     )
     owner.apply_custom(
         {"name": "role_things", "description": 'a "quoted"\nhelp', "counter": {"add": 2}}
