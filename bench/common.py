@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import yaml
 
@@ -67,6 +67,47 @@ def connect() -> tuple[devcluster.Cluster, kube_client.Client]:
         devcluster.build(skip_overridden=True)
         cluster.start()
     return cluster, kube_client.Client(kube_config.from_kubeconfig(str(cluster.kubeconfig)))
+
+
+class Patient:
+    """The admin client, riding out an API server that restarts (tests sharing the
+    cluster restart it) for up to ``seconds``: long benchmarks are not lost to it. A
+    create that reached the server before the connection broke counts as done."""
+
+    def __init__(self, client: kube_client.Client, *, seconds: float = 300.0) -> None:
+        self._client = client
+        self._seconds = seconds
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            deadline = time.monotonic() + self._seconds
+            retried = False
+            while True:
+                try:
+                    return attribute(*args, **kwargs)
+                except kube_errors.ConflictError:
+                    if retried and name == "create":
+                        return None
+                    raise
+                except kube_errors.ApiError as exc:
+                    if exc.status < 500 or time.monotonic() > deadline:
+                        raise
+                except kube_errors.TransportError:
+                    if time.monotonic() > deadline:
+                        raise
+                retried = True
+                time.sleep(2)
+
+        return call
+
+
+def patient(client: kube_client.Client) -> kube_client.Client:
+    """``client``, retrying while the API server is away (:class:`Patient`)."""
+    return cast(kube_client.Client, Patient(client))
 
 
 def create_namespace(client: kube_client.Client, name: str) -> str:

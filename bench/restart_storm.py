@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=Path, help="after the settle, wait for this file")
     args = parser.parse_args(argv)
 
-    cluster, client = common.connect()
+    cluster, admin = common.connect()
+    client = common.patient(admin)  # make test may restart the API server meanwhile
     namespace = common.create_namespace(client, f"bench-{int(time.time()) % 100000}-restart")
     figures: dict[str, Any] = {"count": args.count}
     with (
