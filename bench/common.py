@@ -94,7 +94,8 @@ class Patient:
                         return None
                     raise
                 except kube_errors.ApiError as exc:
-                    if exc.status < 500 or time.monotonic() > deadline:
+                    away = exc.status >= 500 or exc.status == 429  # 429: storage (re)initializing
+                    if not away or time.monotonic() > deadline:
                         raise
                 except kube_errors.TransportError:
                     if time.monotonic() > deadline:
