@@ -79,10 +79,25 @@ trixie-root: ## Make the Debian 13 root (Python 3.13) with the project on ansibl
 
 ##@ Development
 
+# Test sets (testkit/lanes.py marks them; docs/development.md says what runs where):
+#   make check      lint-python + the unit tests (no cluster, no Ansible run), ~1 min
+#   make test       the gate: lint + unit and integration tests on the shared cluster, on
+#                   TEST_WORKERS parallel pytest-xdist workers (--dist loadgroup keeps the
+#                   tests that share cluster-scoped state on one worker)
+#   make test-lanes the slow lanes: the real node and image scenarios (one at a time), the
+#                   Ansible-layer, runner and warm tests on ansible-core 2.21, molecule
+#   make test-all   test + test-lanes: everything, what CI (.ci/run) runs
+# Workers: most tests wait on the API server, Ansible or a timeout, not on a core; 3 was
+# the fastest on 2 cores (docs/development.md has the figures). TEST_WORKERS=0: serial.
+TEST_WORKERS ?= 3
+CHECK_WORKERS ?= 2
+PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+PYTEST_CHECK_PARALLEL = $(if $(filter 0,$(CHECK_WORKERS)),,-n $(CHECK_WORKERS) --dist loadgroup)
+
 .PHONY: check
-check: venv ## The inner loop, no cluster: the Python linters and the unit tests (make test is the gate).
+check: venv ## The inner loop, no cluster: the Python linters and the unit tests (~1 min; make test is the gate).
 	$(MAKE) --no-print-directory lint-python
-	KUBECONFIG= $(BIN)/pytest -q -m 'not integration'
+	KUBECONFIG= $(BIN)/pytest -q -m 'not integration' $(PYTEST_CHECK_PARALLEL)
 
 .PHONY: lint-python
 lint-python: venv ## ruff, mypy --strict, import contracts.
@@ -102,11 +117,21 @@ fmt: venv ## Format the Python code.
 	$(BIN)/ruff check --fix .
 
 .PHONY: test
-test: venv cluster-up ## Lint, unit and integration tests (ansible-core 2.19, and 2.21 in the trixie root), then the embedded molecule scenario (leaves the cluster up).
+test: venv cluster-up ## The gate: lint, unit and integration tests on ansible-core 2.19, TEST_WORKERS in parallel (leaves the cluster up; the slow lanes: test-lanes).
 	$(MAKE) --no-print-directory lint
-	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$(ANSIBLE_OLDEST) $(BIN)/pytest
+	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$(ANSIBLE_OLDEST) $(BIN)/pytest -m 'not lane and not exclusive' $(PYTEST_PARALLEL)
+	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$(ANSIBLE_OLDEST) $(BIN)/pytest -m 'exclusive and not lane'
+
+.PHONY: test-lanes
+test-lanes: venv cluster-up ## The slow lanes: real node and image scenarios, ansible-core 2.21 (trixie root), the embedded molecule scenario.
+	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$(ANSIBLE_OLDEST) $(BIN)/pytest -m lane
 	$(MAKE) --no-print-directory test-ansible-$(ANSIBLE_NEWEST)
 	$(MAKE) --no-print-directory molecule
+
+.PHONY: test-all
+test-all: ## Everything: make test, then make test-lanes (what CI runs: .ci/run).
+	$(MAKE) --no-print-directory test
+	$(MAKE) --no-print-directory test-lanes
 
 # A line that needs Python >= 3.12, in the trixie root (hack/trixie/test.sh): `make
 # test-ansible LINE=2.20` (or ANSIBLE_LINE=2.20), or `make test-ansible-2.21`. Skipped, with
@@ -114,13 +139,15 @@ test: venv cluster-up ## Lint, unit and integration tests (ansible-core 2.19, an
 ANSIBLE_LINE ?= $(or $(LINE),$(ANSIBLE_NEWEST))
 .PHONY: test-ansible test-ansible-2.20 test-ansible-2.21
 test-ansible: cluster-up ## The Ansible-layer, runner and warm tests on ansible-core LINE (2.20, 2.21: Python 3.13, in the trixie root).
-	hack/trixie/test.sh $(ANSIBLE_LINE) $(ANSIBLE_LANE_TESTS)
+	hack/trixie/test.sh $(ANSIBLE_LINE) -m 'not exclusive' $(PYTEST_PARALLEL) $(ANSIBLE_LANE_TESTS)
+	hack/trixie/test.sh $(ANSIBLE_LINE) -m exclusive $(ANSIBLE_LANE_TESTS)
 test-ansible-2.20 test-ansible-2.21: test-ansible-%: cluster-up
-	hack/trixie/test.sh $* $(ANSIBLE_LANE_TESTS)
+	hack/trixie/test.sh $* -m 'not exclusive' $(PYTEST_PARALLEL) $(ANSIBLE_LANE_TESTS)
+	hack/trixie/test.sh $* -m exclusive $(ANSIBLE_LANE_TESTS)
 
 .PHONY: unit
-unit: venv ## Unit tests only (no cluster).
-	$(BIN)/pytest -m 'not integration'
+unit: venv ## Unit tests only (no cluster, no Ansible run).
+	KUBECONFIG= $(BIN)/pytest -m 'not integration' $(PYTEST_CHECK_PARALLEL)
 
 .PHONY: bench
 bench: venv cluster-up ## Cold vs warm Ansible on the embedded cluster (BENCH_ARGS=--help for smaller runs).

@@ -1,21 +1,28 @@
 """Fixtures for tests on the embedded cluster: ``cluster``, ``namespace`` and ``kube``.
 
-Tests that use them are marked ``integration`` automatically, so
-``pytest -m 'not integration'`` runs without building or starting anything.
+Tests that use them, and tests that run real Ansible or other processes, are marked
+``integration`` automatically (``testkit.lanes`` holds the table), so
+``pytest -m 'not integration'`` runs without building or starting anything, in about a
+minute. The same table marks the slow ``lane`` and the ``xdist_group`` of the tests that
+share cluster-scoped state, for parallel runs (``pytest -n 3 --dist loadgroup``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import devcluster
 from runner.kube import client, config, errors
 from runner.kube.types import GVK
+from testkit import lanes
 from testkit.helpers import unique_name
 
 pytest_plugins = ("tests.runner.support",)
@@ -29,10 +36,59 @@ CLUSTER_FIXTURES = frozenset({"cluster", "namespace", "kube", "start_operator", 
 NAMESPACE = GVK("", "v1", "Namespace")
 
 
+ROOT = Path(__file__).resolve().parents[1]
+# The CRDs many tests apply with `kubectl apply` as they start (probe_crd and its
+# siblings). Two workers applying one that does not exist yet both create it, and one
+# fails with AlreadyExists: the `cluster` fixture applies them once first, under a lock.
+SHARED_CRDS = (
+    ROOT / "testkit" / "fixtures" / "crd.yaml",
+    ROOT / "tests" / "operations" / "leader" / "fixtures" / "crd.yaml",
+    ROOT / "tests" / "operations" / "sharding" / "fixtures" / "crd.yaml",
+    ROOT / "tests" / "webhook" / "fixtures" / "crds.yaml",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "xdist_group(name): tests of one group run on one worker (--dist loadgroup)"
+    )
+
+
+# tryfirst: before pytest's -m selection and xdist's loadgroup read the marks.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        placement = lanes.place(
+            item.nodeid,
+            fixtures=frozenset(getattr(item, "fixturenames", ())),
+            cluster_fixtures=CLUSTER_FIXTURES,
+        )
+        if placement.integration:
             item.add_marker(pytest.mark.integration)
+        if placement.lane:
+            item.add_marker(pytest.mark.lane)
+        if placement.exclusive:
+            item.add_marker(pytest.mark.exclusive)
+        if placement.group:
+            item.add_marker(pytest.mark.xdist_group(placement.group))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadgroup, grouping by testkit.lanes (see testkit/scheduling.py for why)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from testkit import scheduling  # noqa: PLC0415 (it imports xdist: only under xdist)
+
+    return scheduling.LaneGroupScheduling(config, log)
+
+
+def _apply_shared_crds(cluster: devcluster.Cluster) -> None:
+    """Apply SHARED_CRDS once per cluster, whichever worker (or run) comes first."""
+    with (cluster.data_dir / "pytest-crds.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        for path in SHARED_CRDS:
+            cluster.kubectl("apply", "-f", str(path))
 
 
 @pytest.fixture(scope="session")
@@ -40,15 +96,25 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[devcluster.Cluster]:
     """The cluster of ``make cluster-up`` if it answers, else one of our own for the session."""
     shared = devcluster.Cluster()
     if shared.kubeconfig.is_file() and shared.is_running():
+        _apply_shared_crds(shared)
         yield shared
         return
     devcluster.build(skip_overridden=True)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Parallel workers share one cluster, not one each: make cluster-up's, started by
+        # whichever worker comes first (devcluster's lock makes the others wait and reuse
+        # it), and left up as make test leaves it.
+        shared.start()
+        _apply_shared_crds(shared)
+        yield shared
+        return
     # Its own data dir and kernel-chosen ports, so it never collides with `make cluster-up`.
     own = devcluster.Cluster(
         devcluster.default_data_dir() / f"pytest-{os.getpid()}", prefer_default_ports=False
     )
     own.start()
     try:
+        _apply_shared_crds(own)
         yield own
     finally:
         own.stop()
