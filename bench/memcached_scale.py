@@ -416,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     figures: dict[str, Any] = {"count": args.count, "size": args.size}
     with (
+        common.service_room(client),
         tempfile.TemporaryDirectory(prefix="bench-memcached-") as tmp,
         pool.node_pool(cluster, client, workdir=Path(tmp), cidr="10.248.0.0/16") as node,
     ):

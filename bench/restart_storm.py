@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     namespace = common.create_namespace(client, f"bench-{int(time.time()) % 100000}-restart")
     figures: dict[str, Any] = {"count": args.count}
     with (
+        common.service_room(client),
         tempfile.TemporaryDirectory(prefix="bench-restart-") as tmp,
         pool.node_pool(cluster, client, workdir=Path(tmp), cidr="10.249.0.0/16") as node,
     ):

@@ -382,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
             print("creating the noise (bench.cache_budget's) ...", flush=True)
             figures["noise_s"] = round(cache_budget.make_noise(cluster, client), 1)
         with (
+            common.service_room(client),
             tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp,
             pool.node_pool(cluster, client, workdir=Path(tmp), cidr=CIDR) as node,
         ):
