@@ -11,7 +11,8 @@ it), so the split stays in one place and test files stay as they are:
   with podman and deployed). ``make test`` leaves them out; ``make test-lanes`` (and so
   ``make test-all``, what CI runs) runs them, one at a time.
 - ``exclusive``: tests that take a shared component of the cluster away (the API server
-  restarted) would fail every test running beside them; ``make test`` runs them alone,
+  restarted) would fail every test running beside them, and tests that check a
+  machine-wide directory would see the others' files; ``make test`` runs them alone,
   after the parallel phase.
 - groups: ``make test`` runs the integration set on parallel workers (pytest-xdist,
   ``--dist loadgroup``) against the one shared cluster. Every test has its own
@@ -51,8 +52,14 @@ LANE_TESTS = (
     "tests/image/test_deploy_real_node.py",
 )
 
-# Tests that restart a component of the shared cluster: alone, after the parallel phase.
-EXCLUSIVE_TESTS = ("tests/runner/test_reconcile.py::test_reconciles_after_apiserver_restart",)
+# Alone, after the parallel phase: tests that restart a component of the shared cluster,
+# and tests that check a machine-wide place no other run may write meanwhile (the timed-out
+# run's check that nothing was left in ~/.ansible/tmp, where any plain ansible-playbook
+# of another worker writes too).
+EXCLUSIVE_TESTS = (
+    "tests/runner/test_reconcile.py::test_reconciles_after_apiserver_restart",
+    "tests/warm/test_lifecycle.py::test_a_run_killed_by_its_timeout_leaves_no_process_and_no_temp_dir",
+)
 
 # tests/memcached/test_deploy.py applies config/default and deletes it when it ends,
 # the Memcached CRD with it: every test that needs that CRD runs on the same worker. A
