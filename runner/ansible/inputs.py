@@ -24,11 +24,10 @@ from typing import Any
 
 from runner import warm
 from runner.ansible import privatedir, spec
+from runner.config import lookup
 
 #: The shipped ``playbook_operator.util`` collection, first on every collections path.
 COLLECTION_DIR = Path(__file__).resolve().parent.parent / "collection"
-#: Ansible's default collections path; kept after ours and the user's.
-DEFAULT_COLLECTIONS_PATH = ("~/.ansible/collections", "/usr/share/ansible/collections")
 #: Lets the collection's modules import ``runner.kube`` when the package is not installed.
 LIB_ENV = "PLAYBOOK_OPERATOR_LIB"
 _LIB_DIR = Path(__file__).resolve().parent.parent.parent
@@ -89,7 +88,8 @@ def environment(run: spec.RunSpec) -> dict[str, str]:
         [str(p) for p in run.collections_path],
         _split(seen.get("ANSIBLE_COLLECTIONS_PATH")),
         _split(seen.get("ANSIBLE_COLLECTIONS_PATHS")),
-        [os.path.expanduser(p) for p in DEFAULT_COLLECTIONS_PATH],
+        # Ansible's default collections path, after ours and the user's.
+        [os.path.expanduser(p) for p in lookup.DEFAULT_COLLECTIONS_PATH],
         # operator_sdk.util for roles written for ansible-operator: last, so that an
         # installed copy (requirements.yml) is the one used wherever there is one.
         [str(COLLECTION_DIR / "compat")],
