@@ -30,6 +30,13 @@ _EXCLUSIVE = (
     ("--metrics-bind-address", "--metrics-addr"),
 )
 
+# The sections' own defaults: a value no flag and no --config gave.
+_ANSIBLE = sections.AnsibleSettings()
+_RECONCILE = sections.ReconcileSettings()
+_ELECTION = sections.ElectionSettings()
+_SERVING = sections.ServingSettings()
+_WEBHOOKS = sections.WebhookSettings()
+
 
 class Flags:
     """Parsed flags by destination (argparse's namespace as a mapping), read typed."""
@@ -152,7 +159,7 @@ def build(
         dev=read.boolean("dev"),
         environ=environ,
         ansible=sections.AnsibleSettings(
-            verbosity=read.whole("ansible_verbosity", 2),
+            verbosity=read.whole("ansible_verbosity", _ANSIBLE.verbosity),
             verbosities=verbosities(gvks=gvks, environ=environ),
             args=read.text("ansible_args"),
             roles_path=roles_path,
@@ -167,8 +174,12 @@ def build(
             warm=read.boolean("warm")
             if read.get("warm") is not None
             else _env_bool(environ, options.WARM_ENV, default=True),
-            warm_launcher_max_runs=read.whole("warm_launcher_max_runs", 1000),
-            warm_launcher_max_rss=read.whole("warm_launcher_max_rss", 512),
+            warm_launcher_max_runs=read.whole(
+                "warm_launcher_max_runs", _ANSIBLE.warm_launcher_max_runs
+            ),
+            warm_launcher_max_rss=read.whole(
+                "warm_launcher_max_rss", _ANSIBLE.warm_launcher_max_rss
+            ),
             artifacts_max_bytes=read.whole(
                 "max_runner_artifacts_size", sections.DEFAULT_ARTIFACTS_MAX_BYTES
             ),
@@ -176,19 +187,23 @@ def build(
         reconcile=_reconcile(read, gvks=gvks, environ=environ),
         election=_election(read, sharded=sharded, environ=environ),
         serving=sections.ServingSettings(
-            metrics_bind_address=read.text("metrics_bind_address", ":8080"),
+            metrics_bind_address=read.text("metrics_bind_address", _SERVING.metrics_bind_address),
             metrics_secure=read.boolean("metrics_secure"),
             metrics_require_rbac=read.boolean("metrics_require_rbac"),
             metrics_cert_dir=read.text("metrics_cert_dir"),
-            health_probe_bind_address=read.text("health_probe_bind_address", ":6789"),
-            custom_metrics_bind_address=read.text("custom_metrics_bind_address", "127.0.0.1:5050"),
+            health_probe_bind_address=read.text(
+                "health_probe_bind_address", _SERVING.health_probe_bind_address
+            ),
+            custom_metrics_bind_address=read.text(
+                "custom_metrics_bind_address", _SERVING.custom_metrics_bind_address
+            ),
         ),
         webhooks=sections.WebhookSettings(
             enabled=environ.get("ENABLE_WEBHOOKS", "").strip().lower() != "false",
-            port=read.whole("webhook_port", 9443),
+            port=read.whole("webhook_port", _WEBHOOKS.port),
             host=read.text("webhook_host"),
-            cert_dir=Path(read.text("webhook_cert_dir", str(sections.WebhookSettings().cert_dir))),
-            max_concurrent=max(1, read.whole("webhook_max_concurrent", 4)),
+            cert_dir=Path(read.text("webhook_cert_dir", str(_WEBHOOKS.cert_dir))),
+            max_concurrent=max(1, read.whole("webhook_max_concurrent", _WEBHOOKS.max_concurrent)),
         ),
         logging=logging_section,
     )
@@ -200,13 +215,19 @@ def _reconcile(
     return sections.ReconcileSettings(
         reconcile_period=read.number("reconcile_period", sections.DEFAULT_RECONCILE_PERIOD),
         reconcile_timeout=read.number("reconcile_timeout", sections.DEFAULT_RECONCILE_TIMEOUT),
-        max_concurrent_reconciles=read.whole("max_concurrent_reconciles", 1),
+        max_concurrent_reconciles=read.whole(
+            "max_concurrent_reconciles", _RECONCILE.max_concurrent_reconciles
+        ),
         workers=workers(gvks=gvks, environ=environ),
         max_concurrent_runs=max(0, read.whole("max_concurrent_runs")),
-        backoff_base=read.number("backoff_base", 1.0),
-        backoff_max=read.number("backoff_max", 300.0),
-        startup_resync_window=read.number("startup_resync_window", 300.0),
-        startup_resync_rate=max(0.0, read.number("startup_resync_rate", 5.0)),
+        backoff_base=read.number("backoff_base", _RECONCILE.backoff_base),
+        backoff_max=read.number("backoff_max", _RECONCILE.backoff_max),
+        startup_resync_window=read.number(
+            "startup_resync_window", _RECONCILE.startup_resync_window
+        ),
+        startup_resync_rate=max(
+            0.0, read.number("startup_resync_rate", _RECONCILE.startup_resync_rate)
+        ),
         inject_owner_ref=read.boolean("inject_owner_ref", True),
         cache_reads=read.boolean("cache_reads", True),
         proxy_port=read.whole("proxy_port"),
@@ -223,9 +244,9 @@ def _election(
         leader_elect=read.boolean("leader_elect"),
         lease_name=lease_name,
         namespace=read.text("leader_election_namespace"),
-        lease_duration=read.number("lease_duration", 15.0),
-        renew_deadline=read.number("renew_deadline", 10.0),
-        retry_period=read.number("retry_period", 2.0),
+        lease_duration=read.number("lease_duration", _ELECTION.lease_duration),
+        renew_deadline=read.number("renew_deadline", _ELECTION.renew_deadline),
+        retry_period=read.number("retry_period", _ELECTION.retry_period),
         sharded=sharded,
         # This replica's id in sharded mode: --replica-id, $POD_NAME, the host name.
         replica=read.text("replica_id") or environ.get("POD_NAME", "") or socket.gethostname(),
