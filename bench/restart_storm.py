@@ -11,9 +11,12 @@ after a pod restart) is started twice in a row, each time until quiet:
 - ``window W``: ``--startup-resync-window=W``, unchanged CRs spread over the window.
 
 For each start: CPU-seconds of the runner's process tree (runner, launchers, Ansible) in
-the first ``--first`` seconds and until quiet, Ansible runs, the time until quiet (no run
-for 10 s, after the window), and the latency of two CRs touched right after the runner
-is ready: a new one and one whose spec changed, each until Successful at its generation.
+the first ``--first`` seconds and until quiet, Ansible runs, the time until quiet (when
+the run counter last moved, sampled every second from the start, so a drain that ends
+inside the first ``--first`` seconds is timed too; quiet means no run for 10 s, after the
+window), the run counter every 30 s (``runs_timeline``), and the latency of two CRs
+touched right after the runner is ready: a new one and one whose spec changed, each
+until Successful at its generation.
 The issue's figure is 1000 CRs; 200 is the default so that it fits a shared 2-core machine.
 
 ``--hold FILE`` pauses after the settle until FILE exists; if it names a directory, the
@@ -29,6 +32,7 @@ import contextlib
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +60,37 @@ def runner(
         args=("--log-level=info",),
         env=env,
     )
+
+
+class LastRun(common.Sampling):
+    """Samples a runner's run counter every second: when it last moved, and a timeline.
+
+    Before, the time until quiet was only looked for after ``--first`` seconds, so a
+    drain that ended inside them read as ``--first`` (both starts read 600 s).
+    """
+
+    def __init__(self, runs: Callable[[], int], *, began: float, every: float = 30.0) -> None:
+        super().__init__(interval=1.0)
+        self._runs = runs
+        self._began = began
+        self._every = every
+        self.count = -1
+        self.moved_at = began
+        self.timeline: list[tuple[float, int]] = []
+
+    def sample(self) -> None:
+        try:
+            count = self._runs()
+        except (OSError, AssertionError, ValueError):  # not serving yet, or gone
+            return
+        now = time.monotonic()
+        if count != self.count:
+            if self.count >= 0:
+                self.moved_at = now
+            self.count = count
+        at = round(now - self._began, 1)
+        if not self.timeline or at - self.timeline[-1][0] >= self._every:
+            self.timeline.append((at, count))
 
 
 def latency(
@@ -86,6 +121,38 @@ def restart(
     began = time.monotonic()
     operator.start()
     ready = time.monotonic()
+    with LastRun(operator.runs, began=began) as watch:
+        figures = measured(
+            operator,
+            client=client,
+            workload=workload,
+            namespace=namespace,
+            node=node,
+            label=label,
+            began=began,
+            ready=ready,
+            first=first,
+            window=window,
+        )
+    figures["quiet_after_s"] = round(watch.moved_at - began, 1)
+    figures["runs_timeline"] = watch.timeline
+    return figures
+
+
+def measured(
+    operator: OperatorProcess,
+    *,
+    client: kube_client.Client,
+    workload: common.Workload,
+    namespace: str,
+    node: str,
+    label: str,
+    began: float,
+    ready: float,
+    first: float,
+    window: float,
+) -> dict[str, Any]:
+    """One restarted runner from ready until quiet: CPU, runs, two CRs' latencies."""
     pid = memcached_scale.operator_pid(operator)
     # Right after ready: a new CR and a changed one, which must not wait behind the others.
     client.create(
@@ -113,7 +180,6 @@ def restart(
     cpu_first = common.cpu_seconds(pid)
     runs_first = operator.runs()
     common.settle(operator.runs, quiet=QUIET, timeout=window + 1800)
-    quiet_at = time.monotonic() - QUIET
     return {
         "window_s": window,
         "ready_s": round(ready - began, 1),
@@ -121,7 +187,6 @@ def restart(
         f"runs_first_{first:g}s": runs_first,
         "cpu_s_until_quiet": round(common.cpu_seconds(pid), 1),
         "runs_until_quiet": operator.runs(),
-        "quiet_after_s": round(quiet_at - began, 1),
         "new_cr_latency_s": new_s,
         "changed_cr_latency_s": changed_s,
     }

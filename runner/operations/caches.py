@@ -70,6 +70,13 @@ class Caches:
             return self.dependents.get(resource, namespace, name)
         return None
 
+    def metadata(self, resource: Resource, namespace: str, name: str) -> KubeObject | None:
+        """A dependent child's current metadata from a synced store (slim copies too), for
+        the start-up spread's check of recorded children; None: read it from the server."""
+        if self.dependents is None:
+            return None
+        return self.dependents.metadata(resource, namespace, name)
+
     def holds(self, gvk: GVK) -> bool:
         """Whether an informer of the runner holds ``gvk`` (primary or dependent kind)."""
         if gvk in self.primary:

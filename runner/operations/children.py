@@ -47,11 +47,18 @@ class ChildWatch:
     def read(self, child: startup.Child, owner: KubeObject) -> KubeObject | None:
         """A child a CR's last successful run recorded, read at start-up; its kind is
         watched from now on, as the run that touched it would have made it be, so a
-        change while the CR waits for its spread run still triggers one."""
+        change while the CR waits for its spread run still triggers one.
+
+        Once that watch has synced, its store answers (the spread compares metadata
+        only, which slim copies keep): one list per kind instead of a GET per child. A
+        change the store has not seen yet arrives as a watch event and runs the owner."""
         gvk = GVK.of({"apiVersion": child.api_version, "kind": child.kind})
-        try:
-            live = self._client.get(gvk, name=child.name, namespace=child.namespace or None)
-        except kube_errors.NotFoundError:
-            return None
-        self.saw(ownership.Owner.of(owner), self._client.resource(gvk), live)
+        resource = self._client.resource(gvk)
+        live = self._caches.metadata(resource, child.namespace, child.name)
+        if live is None:
+            try:
+                live = self._client.get(gvk, name=child.name, namespace=child.namespace or None)
+            except kube_errors.NotFoundError:
+                return None
+        self.saw(ownership.Owner.of(owner), resource, live)
         return live

@@ -67,13 +67,25 @@ class DependentWatches:
         self._lock = threading.Lock()
 
     def get(self, resource: Resource, namespace: str, name: str) -> KubeObject | None:
+        """A whole child from a synced store, for a run's read (slim copies never)."""
+        return self._find(resource, namespace, name, slim=False)
+
+    def metadata(self, resource: Resource, namespace: str, name: str) -> KubeObject | None:
+        """A child from a synced store, slim copies too: its metadata is current (uid,
+        generation, resourceVersion, owners), its body may not be there. None: not held
+        (not synced yet, not owned by a watched kind, or not selected); ask the server."""
+        return self._find(resource, namespace, name, slim=True)
+
+    def _find(
+        self, resource: Resource, namespace: str, name: str, *, slim: bool
+    ) -> KubeObject | None:
         with self._lock:
             informers = list(self._informers.get(resource.gvk, []))
         key = make_key(namespace=namespace, name=name)
         for informer in informers:
             if informer.synced.is_set():
                 found = informer.get(key)
-                if found is not None and not budget.is_slim(found):
+                if found is not None and (slim or not budget.is_slim(found)):
                     return found
         return None
 
