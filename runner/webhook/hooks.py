@@ -99,6 +99,16 @@ class Hooks:
         self._limit = max_concurrent
         self._slots = threading.BoundedSemaphore(max_concurrent)
 
+    def replace(self, loaded: Sequence[watches_mod.Watch]) -> bool:
+        """Take edited watches (``run --dev``): the same paths with other roles, vars or
+        settings apply to the next request. False, and nothing changed, when the paths
+        differ: the API server's webhook configuration names them, a new start serves them."""
+        fresh = served(loaded)
+        if fresh.keys() != self.paths.keys():
+            return False
+        self.paths = fresh  # one assignment: a request sees the old or the new mapping
+        return True
+
     def answer(self, served_hook: Served, request: review.Request) -> review.Verdict:
         """The verdict on ``request``; never raises for what the role does."""
         hook = served_hook.hook

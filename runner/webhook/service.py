@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from runner import proxy
 from runner.ansible import launch
-from runner.config import options
+from runner.config import options, watches
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
 from runner.rbac import record as rbac_record
@@ -31,9 +31,12 @@ _REFUSED_KEPT = 100
 class Webhooks:
     """The proxy and the server of the runner's admission webhooks."""
 
-    def __init__(self, *, read_only: proxy.OwnerProxy, listener: server.WebhookServer) -> None:
+    def __init__(
+        self, *, read_only: proxy.OwnerProxy, listener: server.WebhookServer, answerer: hooks.Hooks
+    ) -> None:
         self.proxy = read_only
         self.server = listener
+        self.hooks = answerer
 
     def start(self) -> None:
         self.proxy.start()
@@ -97,7 +100,14 @@ def build(
     except Exception:
         read_only.shutdown()
         raise
-    return Webhooks(read_only=read_only, listener=listener)
+    return Webhooks(read_only=read_only, listener=listener, answerer=answerer)
+
+
+def reloadable(serving: Webhooks | None, loaded: Sequence[watches.Watch], *, enabled: bool) -> bool:
+    """Whether edited watches (``run --dev``) keep the webhook paths this runner serves;
+    a webhook added or removed needs a new start (so does enabling the first one)."""
+    wanted = set(hooks.served(loaded)) if enabled else set()
+    return wanted == (set(serving.hooks.paths) if serving is not None else set())
 
 
 class _Bounded:
