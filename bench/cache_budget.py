@@ -1,4 +1,4 @@
-"""The cache budget (issue 21, item 1): does the runner's memory follow the cluster?
+"""The cache budget: does the runner's memory follow the cluster?
 
     .venv/bin/python -m bench.cache_budget [--old DIR] [--json FILE] [--clean]
 
@@ -15,7 +15,7 @@ Two operators:
 
 - ``memcached``: this repository's watches.yaml and ``roles/memcached``; its children
   are a Deployment, a Service and a PodDisruptionBudget — no ConfigMap or Secret;
-- ``owner``: a role that owns one ConfigMap and one Secret (the issue's measurement:
+- ``owner``: a role that owns one ConfigMap and one Secret (the costly case:
   a dependent watch of a kind the cluster holds many of).
 
 Each under an API group of this benchmark's own (``cache.budget.bench.example.com``,

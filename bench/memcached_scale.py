@@ -21,7 +21,7 @@ phases: the run the change triggers, and the one the Deployment's readiness trig
 ``watchDependentReadiness``), CPU
 seconds of the runner's process tree (runner, warm launchers, Ansible) per run and in
 all, and the tree's peak resident memory; then the idle RSS of the runner alone and of
-its tree. The issue's figure is ``--count 100 --size 3`` (300 pods); the default is
+its tree. The full figure is ``--count 100 --size 3`` (300 pods); the default is
 smaller so that the run takes a few minutes on 2 cores. The pods run on a node of
 their own (``testkit/pool.py``: a second kwok, pods ready within a second, no
 limit on their number; the cluster's own node takes 110 pods and is shared with the

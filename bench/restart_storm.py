@@ -17,7 +17,7 @@ inside the first ``--first`` seconds is timed too; quiet means no run for 10 s, 
 window), the run counter every 30 s (``runs_timeline``), and the latency of two CRs
 touched right after the runner is ready: a new one and one whose spec changed, each
 until Successful at its generation.
-The issue's figure is 1000 CRs; 200 is the default so that it fits a shared 2-core machine.
+The full figure is 1000 CRs; 200 is the default so that it fits a shared 2-core machine.
 
 ``--hold FILE`` pauses after the settle until FILE exists; if it names a directory, the
 two restarted runners import the runtime from there (``PYTHONPATH``). Settling 1000 CRs

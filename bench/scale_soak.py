@@ -1,4 +1,4 @@
-"""The soak (issue 21, item 6): does a runner under steady churn stay flat?
+"""The soak: does a runner under steady churn stay flat?
 
     .venv/bin/python -m bench.scale_soak [--crs 2000] [--duration 1800] [--noise on|off]
                                          [--churn-rate 2] [--out DIR]

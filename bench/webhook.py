@@ -21,7 +21,7 @@ webhook's own, the API server's hop excluded. Measured:
 - under load: ``--load`` Bench CRs created at once (2 reconcile workers), and while they
   reconcile, ``--rounds`` rounds of ``--concurrent`` reviews sent at once; p50 / p99.
 
-Targets (issue 22): p50 ≤ 0.25 s alone, p99 ≤ 1 s under load, on 2 cores.
+Targets: p50 ≤ 0.25 s alone, p99 ≤ 1 s under load, on 2 cores.
 """
 
 from __future__ import annotations

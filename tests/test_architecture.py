@@ -1,4 +1,4 @@
-"""The architecture visible as folders (issue #24), checked over the whole of runner/.
+"""The architecture visible as folders, checked over the whole of runner/.
 
 ``lint-imports`` holds each layer to its place; these tests hold what its contracts do not
 say: no class grows past 250 lines (a class that big does more than one job), no module

@@ -100,7 +100,7 @@ def test_every_upstream_flag_is_accepted(flag: str, value: str | None) -> None:
         ),
         pytest.param(("--zap-devel",), "logging.format", logs.LogFormat.CONSOLE, id="devel-fmt"),
         pytest.param(("--zap-devel",), "logging.level", logging.DEBUG, id="devel-level"),
-        # No stack trace on warnings, unlike controller-runtime's devel mode (issue 21).
+        # No stack trace on warnings, unlike controller-runtime's devel mode.
         pytest.param(("--zap-devel",), "logging.stacktrace_level", None, id="devel-stacktrace"),
         pytest.param(
             ("--zap-devel",), "ansible.log_events", sections.LogEvents.CHANGES, id="devel-events"

@@ -1,5 +1,5 @@
 """Every family the runtime exposes, with series in each, written byte for byte as
-before the metrics were split by owner (issue #24): names, labels, HELP and TYPE
+before the metrics were split by owner: names, labels, HELP and TYPE
 lines, number formats and order are compatibility surface for dashboards."""
 
 from __future__ import annotations
