@@ -106,6 +106,18 @@ def latency(
     raise TimeoutError(f"{name} not converged within 900 s")
 
 
+def touch(
+    client: kube_client.Client, workload: common.Workload, namespace: str, node: str, label: str
+) -> None:
+    """A new CR and a changed one, right after ready: they must not wait behind the rest."""
+    new = workload.obj(
+        f"new-{label}", namespace, size=1, version=memcached_scale.OLD, **pool.placement(node)
+    )
+    client.create(workload.gvk, new, namespace=namespace)
+    body = {"spec": {"size": 2 if label == "w0" else 1}}
+    client.patch(workload.gvk, name="memcached-0000", namespace=namespace, body=body)
+
+
 def restart(
     operator: OperatorProcess,
     *,
@@ -117,69 +129,22 @@ def restart(
     first: float,
     window: float,
 ) -> dict[str, Any]:
+    """One restarted runner from its start until quiet: CPU, runs, two CRs' latencies."""
     operator.command.append(f"--startup-resync-window={window:g}s")
     began = time.monotonic()
     operator.start()
     ready = time.monotonic()
-    with LastRun(operator.runs, began=began) as watch:
-        figures = measured(
-            operator,
-            client=client,
-            workload=workload,
-            namespace=namespace,
-            node=node,
-            label=label,
-            began=began,
-            ready=ready,
-            first=first,
-            window=window,
-        )
-    figures["quiet_after_s"] = round(watch.moved_at - began, 1)
-    figures["runs_timeline"] = watch.timeline
-    return figures
-
-
-def measured(
-    operator: OperatorProcess,
-    *,
-    client: kube_client.Client,
-    workload: common.Workload,
-    namespace: str,
-    node: str,
-    label: str,
-    began: float,
-    ready: float,
-    first: float,
-    window: float,
-) -> dict[str, Any]:
-    """One restarted runner from ready until quiet: CPU, runs, two CRs' latencies."""
     pid = memcached_scale.operator_pid(operator)
-    # Right after ready: a new CR and a changed one, which must not wait behind the others.
-    client.create(
-        workload.gvk,
-        workload.obj(
-            f"new-{label}",
-            namespace,
-            size=1,
-            version=memcached_scale.OLD,
-            **pool.placement(node),
-        ),
-        namespace=namespace,
-    )
-    client.patch(
-        workload.gvk,
-        name="memcached-0000",
-        namespace=namespace,
-        body={"spec": {"size": 2 if label == "w0" else 1}},
-    )
-    new_s = latency(client, workload, namespace, f"new-{label}", ready)
-    changed_s = latency(client, workload, namespace, "memcached-0000", ready)
-    remaining = first - (time.monotonic() - began)
-    if remaining > 0:
-        time.sleep(remaining)
-    cpu_first = common.cpu_seconds(pid)
-    runs_first = operator.runs()
-    common.settle(operator.runs, quiet=QUIET, timeout=window + 1800)
+    with LastRun(operator.runs, began=began) as watch:
+        touch(client, workload, namespace, node, label)
+        new_s = latency(client, workload, namespace, f"new-{label}", ready)
+        changed_s = latency(client, workload, namespace, "memcached-0000", ready)
+        remaining = first - (time.monotonic() - began)
+        if remaining > 0:
+            time.sleep(remaining)  # the first seconds' CPU is the figure: wait them out
+        cpu_first = common.cpu_seconds(pid)
+        runs_first = operator.runs()
+        common.settle(operator.runs, quiet=QUIET, timeout=window + 1800)
     return {
         "window_s": window,
         "ready_s": round(ready - began, 1),
@@ -187,6 +152,8 @@ def measured(
         f"runs_first_{first:g}s": runs_first,
         "cpu_s_until_quiet": round(common.cpu_seconds(pid), 1),
         "runs_until_quiet": operator.runs(),
+        "quiet_after_s": round(watch.moved_at - began, 1),
+        "runs_timeline": watch.timeline,
         "new_cr_latency_s": new_s,
         "changed_cr_latency_s": changed_s,
     }
