@@ -11,8 +11,9 @@ takes over nor counts other benchmarks' or tests' CRs) runs on the embedded clus
    namespaces no operator owns (``bench/cache_budget.py``'s noise, created by its code
    and deleted at the end unless ``--keep-noise``);
 2. ``--crs`` Memcacheds of one pod, created at ``--create-rate`` per second, their pods
-   on a kwok node of their own (``testkit/pool.py``), then waited for until each is
-   Successful at its generation (or ``--settle-timeout`` passes: the soak goes on);
+   on a kwok node of their own (``testkit/pool.py``), then waited for until all are
+   Successful at their generation with their pods reported, at once (or
+   ``--settle-timeout`` passes: the soak goes on);
 3. churn for ``--duration`` seconds: ``--churn-rate`` times a second a random CR's
    ``spec.size`` flips between 1 and 2 (a new generation, a Deployment change, a pod
    created or deleted: what a busy cluster does to an operator).
@@ -306,9 +307,10 @@ def paced(count: int, *, rate: float, act: Callable[[int], None], until: float) 
 
 
 def settled(client: kube_client.Client, workload: common.Workload, namespace: str) -> int:
-    """CRs Successful at their generation now (one list, at the sampling pace)."""
+    """CRs Successful at their generation with their pods reported (the run after the
+    Deployment's readiness, not only the first): one list, at the sampling pace."""
     items = client.list(workload.gvk, namespace=namespace)["items"]
-    return sum(1 for obj in items if common.at_generation(obj))
+    return sum(1 for obj in items if common.at_generation(obj) and common.pods_reported(obj))
 
 
 def soak(
