@@ -296,19 +296,16 @@ class Manager:
         return self.controllers.requeue(gvk, namespaces=self.caches.namespaces(gvk))
 
     def replace_watches(self, loaded: Sequence[watches.Watch]) -> bool:
-        """Take edited watches in place (:meth:`controllers.Controllers.replace_watches`,
-        then the webhooks' :meth:`~runner.webhook.hooks.Hooks.replace`); False when only a
-        new start applies them (kinds, event filters or webhook paths changed)."""
-        enabled = self.settings.webhooks.enabled
-        if not webhook_service.reloadable(self.webhooks, loaded, enabled=enabled):
+        """Take edited watches in place (controllers, webhooks, the proxy's blacklists);
+        False when only a new start applies them (kinds, filters, webhook paths changed)."""
+        if not webhook_service.reloadable(self.webhooks, loaded, settings=self.settings.webhooks):
             return False
         if self.controllers is None or not self.controllers.replace_watches(loaded):
             return False
         if self.webhooks is not None:
             self.webhooks.hooks.replace(loaded)
         if self.proxy is not None:
-            for watch in loaded:
-                self.proxy.blacklists[watch.gvk] = watch.blacklist
+            self.proxy.blacklists.update({watch.gvk: watch.blacklist for watch in loaded})
         self.settings = dataclasses.replace(self.settings, watches=tuple(loaded))
         return True
 

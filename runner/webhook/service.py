@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from runner import proxy
 from runner.ansible import launch
-from runner.config import options, watches
+from runner.config import options, sections, watches
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
 from runner.rbac import record as rbac_record
@@ -103,10 +103,12 @@ def build(
     return Webhooks(read_only=read_only, listener=listener, answerer=answerer)
 
 
-def reloadable(serving: Webhooks | None, loaded: Sequence[watches.Watch], *, enabled: bool) -> bool:
+def reloadable(
+    serving: Webhooks | None, loaded: Sequence[watches.Watch], *, settings: sections.WebhookSettings
+) -> bool:
     """Whether edited watches (``run --dev``) keep the webhook paths this runner serves;
     a webhook added or removed needs a new start (so does enabling the first one)."""
-    wanted = set(hooks.served(loaded)) if enabled else set()
+    wanted = set(hooks.served(loaded)) if settings.enabled else set()
     return wanted == (set(serving.hooks.paths) if serving is not None else set())
 
 

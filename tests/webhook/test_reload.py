@@ -90,7 +90,8 @@ def test_reloadable_compares_the_served_paths(
             read_only=cast(Any, None), listener=cast(Any, None), answerer=answerer
         )
     loaded = _load(tmp_path, validate=validate)
-    seen = service.reloadable(current, loaded, enabled=enabled)
+    settings = dataclasses.replace(sections.WebhookSettings(), enabled=enabled)
+    seen = service.reloadable(current, loaded, settings=settings)
     assert seen is expected, (
         f"serving={serving} validate={validate} enabled={enabled}: expected {expected}, saw {seen}"
     )
