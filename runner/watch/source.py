@@ -10,7 +10,8 @@ deletions that happened while it was disconnected — so no change is lost.
 Events go to a handler (the controller's enqueue, after predicates). The store
 (:mod:`runner.watch.store`) doubles as a read cache for reconciles. A
 ``transform`` (dependent informers': :mod:`runner.watch.budget`) trims each
-object before it is stored and handled, or keeps it out of the store; lists are
+object before it is stored and handled, or keeps it out of the store; what is
+stored shares its repeated strings (:mod:`runner.watch.strings`); lists are
 read in pages. Once synced, an informer logs
 what it holds ("informer synced": objects, approximate bytes).
 
@@ -40,7 +41,7 @@ from runner.kube import decode
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client, Query
 from runner.kube.types import KubeObject, ObjectKey, Resource, WatchEvent, object_key
-from runner.watch import budget, skips, store
+from runner.watch import budget, skips, store, strings
 from runner.watch.predicate import Event, EventType
 
 Handler = Callable[[Event], None]
@@ -80,6 +81,7 @@ class Informer:
         self._transform = transform
         self._log = log
         self._store = store.Store()
+        self._strings = strings.SharedStrings()  # what stored objects share
         self._skips = skips.Skips(
             resource=resource,
             namespace=namespace,
@@ -179,6 +181,7 @@ class Informer:
         fresh: dict[ObjectKey, KubeObject] = {}
         rejected: set[ObjectKey] = set()
         path = self.resource.path(namespace=self.namespace)
+        stored = len(self._store)
         for listing in budget.pages(self.client, path, query=self._query()):
             self._touch()
             for item in listing.items:
@@ -186,7 +189,8 @@ class Informer:
                     # List items carry no apiVersion/kind; restore them so handlers see them whole.
                     item.setdefault("apiVersion", api_version)
                     item.setdefault("kind", self.resource.gvk.kind)
-                    key, kept = object_key(item), self._kept(item)
+                    key = object_key(item)
+                    kept = self._kept(item, held=max(len(fresh), stored))
                     if kept is not None:
                         fresh[key] = kept
                 except Exception as exc:  # not an object with metadata: skip it, not the list
@@ -218,9 +222,13 @@ class Informer:
             self._log.info("informer synced", extra={**self._ident(), **fields})
         self.synced.set()
 
-    def _kept(self, obj: KubeObject) -> KubeObject | None:
-        """What the store keeps of ``obj`` (None: nothing), as the transform decides."""
-        return obj if self._transform is None else self._transform(obj)
+    def _kept(self, obj: KubeObject, *, held: int | None = None) -> KubeObject | None:
+        """What the store keeps of ``obj`` (None: nothing), as the transform decides,
+        its repeated strings shared with the other objects held (:mod:`strings`)."""
+        kept = obj if self._transform is None else self._transform(obj)
+        if kept is None:
+            return None
+        return self._strings.compact(kept, held=len(self._store) if held is None else held)
 
     def _watch(self) -> Iterator[WatchEvent | decode.Rejected]:
         query: Query = {

@@ -21,6 +21,10 @@ class Store:
         self._objects: dict[ObjectKey, KubeObject] = {}
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._objects)
+
     def get(self, key: ObjectKey) -> KubeObject | None:
         with self._lock:
             return self._objects.get(key)
