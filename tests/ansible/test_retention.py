@@ -30,40 +30,53 @@ def alive(runs: list[Path]) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("cap_kib", "expected"),
+    ("cap_runs", "expected"),
     [
         pytest.param(0, ["a/1", "b/1", "a/2", "b/2", "a/3"], id="no-cap-keeps-all"),
-        pytest.param(100, ["a/1", "b/1", "a/2", "b/2", "a/3"], id="under-the-cap"),
-        pytest.param(30, ["a/2", "b/2", "a/3"], id="oldest-first-across-crs"),
-        pytest.param(25, ["b/2", "a/3"], id="down-to-the-cap"),
-        pytest.param(1, ["b/2", "a/3"], id="each-cr-keeps-its-latest"),
+        pytest.param(10, ["a/1", "b/1", "a/2", "b/2", "a/3"], id="under-the-cap"),
+        pytest.param(3, ["a/2", "b/2", "a/3"], id="oldest-first-across-crs"),
+        pytest.param(2.5, ["b/2", "a/3"], id="down-to-the-cap"),
+        pytest.param(0.01, ["b/2", "a/3"], id="each-cr-keeps-its-latest"),
     ],
 )
 def test_scan_prunes_the_oldest_runs_of_any_cr(
-    tmp_path: Path, cap_kib: int, expected: list[str]
+    tmp_path: Path, cap_runs: float, expected: list[str]
 ) -> None:
     order = [("a", "1"), ("b", "1"), ("a", "2"), ("b", "2"), ("a", "3")]
     runs = [
         make_run(tmp_path, cr, ident, size=10 * KIB, mtime=1000 + i)
         for i, (cr, ident) in enumerate(order)
     ]
-    budget = retention.ArtifactBudget(max_bytes=cap_kib * KIB, log=LOG)
+    unit = retention.dir_size(runs[0])  # one run on this file system's blocks
+    budget = retention.ArtifactBudget(max_bytes=int(cap_runs * unit), log=LOG)
     budget.scan(tmp_path)
-    assert alive(runs) == expected, f"cap {cap_kib} KiB: expected {expected}, kept {alive(runs)}"
-    assert budget.total == 10 * KIB * len(expected), (
-        f"expected the budget to count {len(expected)} runs of 10 KiB, saw {budget.total} bytes"
+    assert alive(runs) == expected, f"cap {cap_runs} runs: expected {expected}, kept {alive(runs)}"
+    assert budget.total == unit * len(expected), (
+        f"expected the budget to count {len(expected)} runs of {unit} bytes, saw {budget.total}"
     )
 
 
+def test_the_size_is_what_the_files_take_on_disk(tmp_path: Path) -> None:
+    run = make_run(tmp_path, "a", "1", size=10 * KIB, mtime=1000)
+    files = [path for path in run.rglob("*") if path.is_file()]
+    on_disk = sum(os.lstat(path).st_blocks * 512 for path in files)
+    assert retention.dir_size(run) == on_disk, (
+        f"expected the allocated bytes ({on_disk}, as du counts), saw {retention.dir_size(run)}"
+    )
+    assert on_disk >= 10 * KIB, f"expected at least the files' length on disk, saw {on_disk}"
+
+
 def test_each_run_added_keeps_the_total_under_the_cap(tmp_path: Path) -> None:
-    budget = retention.ArtifactBudget(max_bytes=45 * KIB, log=LOG)
+    first = make_run(tmp_path, "cr0", "00", size=10 * KIB, mtime=1000)
+    cap = int(4.5 * retention.dir_size(first))
+    budget = retention.ArtifactBudget(max_bytes=cap, log=LOG)
     budget.scan(tmp_path)
-    runs = []
-    for i in range(20):
+    runs = [first]
+    for i in range(1, 20):
         run = make_run(tmp_path, f"cr{i % 4}", f"{i:02d}", size=10 * KIB, mtime=1000 + i)
         budget.add(run)
         runs.append(run)
-        assert budget.total <= 45 * KIB, f"after run {i}: {budget.total} bytes over the cap"
+        assert budget.total <= cap, f"after run {i}: {budget.total} bytes over the cap {cap}"
     assert alive(runs) == ["cr0/16", "cr1/17", "cr2/18", "cr3/19"], (
         f"expected only each CR's latest run, kept {alive(runs)}"
     )
@@ -76,5 +89,6 @@ def test_runs_rotated_per_cr_no_longer_count(tmp_path: Path) -> None:
         budget.add(run)
     removed = privatedir.rotate(runs[0].parent, keep=2, log=LOG)
     budget.forget(removed)
+    unit = retention.dir_size(runs[-1])
     assert sorted(p.name for p in removed) == ["0", "1", "2"], f"rotation removed {removed}"
-    assert budget.total == 20 * KIB, f"expected 2 runs of 10 KiB counted, saw {budget.total} bytes"
+    assert budget.total == 2 * unit, f"expected 2 runs of {unit} bytes counted, saw {budget.total}"
