@@ -117,16 +117,30 @@ SERVICE_CIDR = GVK("networking.k8s.io", "v1", "ServiceCIDR")
 BENCH_SERVICE_CIDR = "10.96.0.0/16"
 
 
+def _room(client: kube_client.Client, body: dict[str, Any]) -> bool:
+    """Create the benchmarks' ServiceCIDR; False if one is there already. One that an
+    earlier benchmark deleted allocates nothing while its Services go: wait it out."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        try:
+            client.create(SERVICE_CIDR, body)
+            return True
+        except kube_errors.ConflictError:
+            try:
+                existing = client.get(SERVICE_CIDR, name=body["metadata"]["name"])
+            except kube_errors.NotFoundError:
+                continue  # gone meanwhile: create it
+            if not existing["metadata"].get("deletionTimestamp"):
+                return False  # another benchmark's, or one left behind: the room is there
+        time.sleep(2)  # waiting for the terminating one to go
+    raise TimeoutError("ServiceCIDR bench-services still terminating after 600 s")
+
+
 @contextlib.contextmanager
 def service_room(client: kube_client.Client) -> Iterator[None]:
     """A ServiceCIDR (``BENCH_SERVICE_CIDR``) while the benchmark runs, for its Services."""
     body = {"metadata": {"name": "bench-services"}, "spec": {"cidrs": [BENCH_SERVICE_CIDR]}}
-    created = False
-    try:
-        client.create(SERVICE_CIDR, body)
-        created = True
-    except kube_errors.ConflictError:
-        pass  # another benchmark's, or one left behind: the room is there
+    created = _room(client, body)
     try:
         yield
     finally:
