@@ -129,9 +129,19 @@ test-lanes: venv cluster-up ## The slow lanes: real node and image scenarios, an
 	$(MAKE) --no-print-directory molecule
 
 .PHONY: test-all
-test-all: ## Everything: make test, then make test-lanes (what CI runs: .ci/run).
+test-all: ## Everything: make test, then make test-lanes and make fuzz (what CI runs: .ci/run).
 	$(MAKE) --no-print-directory test
 	$(MAKE) --no-print-directory test-lanes
+	$(MAKE) --no-print-directory fuzz
+
+# The property tests of every entry point that parses outside input (testkit/hostile.py
+# generates it): make check and make test run 100 cases each, make fuzz FUZZ_EXAMPLES.
+FUZZ_TESTS := tests/ansible/test_cr_data.py tests/webhook/test_review_properties.py \
+	tests/config/watches/test_properties.py tests/kube/test_config_properties.py
+FUZZ_EXAMPLES ?= 2000
+.PHONY: fuzz
+fuzz: venv ## The property tests with FUZZ_EXAMPLES generated cases each (CR data, AdmissionReview, watches.yaml, kubeconfig).
+	KUBECONFIG= HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q $(FUZZ_TESTS)
 
 # A line that needs Python >= 3.12, in the trixie root (hack/trixie/test.sh): `make
 # test-ansible LINE=2.20` (or ANSIBLE_LINE=2.20), or `make test-ansible-2.21`. Skipped, with

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import devcluster
 from runner.kube import client, config, errors
@@ -31,6 +32,20 @@ pytest_plugins = ("tests.runner.support",)
 # admission webhooks: those need a serving certificate, which only the webhook tests make
 # (they pass ENABLE_WEBHOOKS=true). kubebuilder's switch; config/manager sets it too.
 os.environ.setdefault("ENABLE_WEBHOOKS", "false")
+
+# Property tests (testkit.hostile): a short run in make check and make test, a long one in
+# make fuzz (HYPOTHESIS_PROFILE=fuzz, FUZZ_EXAMPLES examples per test). No deadline: a
+# case's time depends on the machine's load, not on the code under test.
+settings.register_profile(
+    "default", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "fuzz",
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "2000")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 CLUSTER_FIXTURES = frozenset({"cluster", "namespace", "kube", "start_operator", "probe_crd"})
 NAMESPACE = GVK("", "v1", "Namespace")

@@ -24,11 +24,18 @@ withheld (:class:`ExtraVars` lists them for the caller to report):
   are not passed as top-level vars; ``_<group>_<kind>_spec`` still has them as
   data. A watch opts in to passing ``ansible_*`` keys with
   ``allowAnsibleVarsFromSpec`` (the runner's own names are never taken from a spec);
-- mapping keys starting with ``__ansible_`` anywhere in the CR are dropped from
-  every copy, always: ansible-core's JSON loader reads ``__ansible_vault``,
-  ``__ansible_type`` and ``__ansible_unsafe`` as typed values (a vault
-  ciphertext the operator would decrypt), and a malformed one makes it re-read
+- mapping keys that are Ansible type tags (``__ansible…`` in any case, as written or
+  once snake-cased: ``__Ansible_vault``, ``--ansible_vault``, ``_-ansibleVault``) are
+  dropped from every copy, at every depth, always: ansible-core's JSON loader reads
+  ``__ansible_vault``, ``__ansible_type`` and ``__ansible_unsafe`` as typed values (a
+  vault ciphertext the operator would decrypt), and a malformed one makes it re-read
   the whole file as YAML, where no ``markUnsafe`` wrapper counts any more.
+
+The variables are named after the watch's kind (``gvk``), never after what the object
+claims to be: an admission request's object may say anything. Strings the runtime
+takes from the API server or a webhook request (``ansible_operator_meta`` too) are
+wrapped whatever ``markUnsafe`` says of the CR's own data. :mod:`runner.ansible.guard`
+checks the final document again before it is written.
 """
 
 from __future__ import annotations
@@ -37,13 +44,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runner.ansible import snake
+from runner.ansible import guard, snake
+from runner.base import errors
 from runner.kube.types import GVK, KubeObject
 
-#: The key ansible-core's JSON loader turns into an unsafe (never templated) string.
-UNSAFE_KEY = "__ansible_unsafe"
-#: Keys with this prefix are type tags to ansible-core's JSON loader, never data.
-TAG_PREFIX = "__ansible"
 #: Variables with this prefix are Ansible's own (connection, interpreter, become, …).
 ANSIBLE_PREFIX = "ansible_"
 META_KEY = "ansible_operator_meta"
@@ -76,7 +80,7 @@ def object_key(gvk: GVK) -> str:
 def mark_unsafe(value: Any) -> Any:
     """``value`` with every string leaf wrapped so Ansible never templates it."""
     if isinstance(value, str):
-        return {UNSAFE_KEY: value}
+        return {guard.UNSAFE_KEY: value}
     if isinstance(value, Mapping):
         return {k: mark_unsafe(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -87,19 +91,21 @@ def mark_unsafe(value: Any) -> Any:
 def build(
     *,
     obj: KubeObject,
+    gvk: GVK,
     snake_case: bool,
     mark_unsafe: bool,
     watch_vars: Mapping[str, Any],
     finalizer_vars: Mapping[str, Any] | None,
     allow_ansible_vars: bool = False,
 ) -> ExtraVars:
-    """The extra vars for one run over ``obj``, in operator-sdk's order (see module doc)."""
+    """The extra vars for one run over ``obj``, a CR of the watch's ``gvk``, in
+    operator-sdk's order (see module doc)."""
     dropped: list[str] = []
-    obj = _untagged(obj, path="", dropped=dropped)
+    obj = data(obj, dropped=dropped)
     raw_spec = obj.get("spec")
     spec: dict[str, Any] = dict(raw_spec) if isinstance(raw_spec, Mapping) else {}
     wrap = _mark if mark_unsafe else _same
-    key = object_key(GVK.of(obj))
+    key = object_key(gvk)
     runner_names = {META_KEY, key, f"{key}_spec"}
 
     params: dict[str, Any] = {}
@@ -114,27 +120,45 @@ def build(
         else:
             params[name] = wrap(snake.keys_to_snake(value) if snake_case else value)
     meta = obj.get("metadata") or {}
-    params[META_KEY] = {
-        "name": meta.get("name", ""),
-        "namespace": meta.get("namespace", ""),
-    }
+    params[META_KEY] = _mark({"name": meta.get("name", ""), "namespace": meta.get("namespace", "")})
     # operator-sdk gives a CR without a spec (a Secret, say) an empty one first.
     full = obj if isinstance(raw_spec, Mapping) else {**obj, "spec": spec}
     params[key] = wrap(full)
     params[f"{key}_spec"] = wrap(spec)
+    if mark_unsafe:
+        for name, value in params.items():
+            where = guard.unwrapped(value)
+            if where is not None:  # a bug, never CR data: refuse rather than run
+                raise errors.UnsafeVariablesError(
+                    f"a CR string is not unsafe-wrapped at {name}{where}"
+                )
     params.update(watch_vars)
     if finalizer_vars is not None:
         params.update(finalizer_vars)
     return ExtraVars(variables=params, withheld_fields=tuple(withheld), dropped_keys=tuple(dropped))
 
 
+def data(value: Any, *, dropped: list[str], path: str = "") -> Any:
+    """``value`` (CR or request data) without the mapping keys ansible-core's JSON loader
+    would decode, as written or once snake-cased; their paths are added to ``dropped``.
+    Raises :class:`~runner.base.errors.UnsafeVariablesError` for data nested too deep for the
+    loader (checked first, without recursing)."""
+    # The extra vars nest the CR two levels deeper: the variable and the unsafe wrapper.
+    limit = guard.MAX_DEPTH - 2
+    if guard.depth(value, limit=limit) > limit:
+        where = f" ({path})" if path else ""
+        raise errors.UnsafeVariablesError(
+            f"the object nests deeper than {limit} levels{where}: not passed to Ansible"
+        )
+    return _untagged(value, path=path, dropped=dropped)
+
+
 def _untagged(value: Any, *, path: str, dropped: list[str]) -> Any:
-    """``value`` without mapping keys that ansible-core's JSON loader would decode."""
     if isinstance(value, Mapping):
         kept: dict[str, Any] = {}
         for k, v in value.items():
             where = f"{path}.{k}" if path else str(k)
-            if isinstance(k, str) and k.startswith(TAG_PREFIX):
+            if guard.is_tag_key(k) or guard.is_tag_key(snake.to_snake(str(k))):
                 dropped.append(where)
             else:
                 kept[k] = _untagged(v, path=where, dropped=dropped)

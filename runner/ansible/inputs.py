@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import warm
-from runner.ansible import privatedir, spec
+from runner.ansible import guard, privatedir, spec
 from runner.config import lookup
 
 #: The shipped ``playbook_operator.util`` collection, first on every collections path.
@@ -54,9 +54,9 @@ def write(run: spec.RunSpec, *, python: str, launchers: warm.Launchers | None) -
     privatedir.clear_inputs(pdd)
     for sub in ("env", "inventory", "project"):
         (pdd / sub).mkdir(mode=0o700)
-    privatedir.write_private(
-        pdd / "env" / "extravars", json.dumps(dict(run.extravars), default=_json)
-    )
+    # Checked in the form Ansible reads (runner.ansible.guard): refused, not written, when
+    # anything in it would be decoded as a typed value or make Ansible read it as YAML.
+    privatedir.write_private(pdd / "env" / "extravars", guard.dumps(run.extravars, default=_json))
     env = environment(run)
     if env.get("ANSIBLE_LOCAL_TEMP") == str(pdd / LOCAL_TEMP):
         # What the previous run of this CR left (one killed by its timeout never

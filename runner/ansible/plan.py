@@ -96,6 +96,7 @@ class Builder:
         over them (a hook's), the finalizer's when finalizing, then the CR's."""
         return extravars.build(
             obj=obj,
+            gvk=watch.gvk,
             snake_case=watch.snake_case_parameters,
             mark_unsafe=watch.mark_unsafe,
             watch_vars={**watch.vars, **(more_vars or {})},

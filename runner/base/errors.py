@@ -14,6 +14,9 @@
     ├── ReconcileError           one reconcile could not be carried out; the
     │   │                        controller logs it and retries with backoff
     │   ├── AnsibleLaunchError   ansible-runner could not be started at all
+    │   ├── UnsafeVariablesError the extra vars would not reach Ansible as plain
+    │   │                        data (a type tag, bad UTF-8, too deep): not
+    │   │                        written (:mod:`runner.ansible.guard`)
     │   └── ReconcileFailed      the run had failed tasks; the Failure condition
     │                            names them (:mod:`runner.reconcile.reconciler`)
     └── ScaffoldError            ``init`` or ``create api`` cannot write what was
@@ -84,3 +87,7 @@ class ReconcileError(PlaybookOperatorError):
 
 class AnsibleLaunchError(ReconcileError):
     """ansible-runner could not be started (bad private data dir, missing role...)."""
+
+
+class UnsafeVariablesError(ReconcileError):
+    """The extra vars would reach Ansible as something other than data; not written."""

@@ -145,8 +145,16 @@ class Hooks:
         obj = request.obj if request.obj is not None else request.old
         assert obj is not None  # review.decode refuses a request with neither
         built = self._builder.variables(obj, watch=watch, more_vars=hook.vars)
+        if not built.clean:
+            log.warning(
+                "CR data withheld from Ansible variables",
+                extra={
+                    "withheld_fields": list(built.withheld_fields),
+                    "dropped_keys": list(built.dropped_keys),
+                },
+            )
         variables = dict(built.variables)
-        variables[ADMISSION_VAR] = _admission_var(request, watch=watch)
+        variables[ADMISSION_VAR] = admission_variable(request, watch=watch)
         answers: list[Mapping[str, Any]] = []
         owner = _owner(obj, request=request)
         meta = owner["metadata"]
@@ -238,31 +246,28 @@ def _failed(hook: admission.Hook, message: str) -> review.Verdict:
     return review.Verdict(allowed=False, code=500, message=message)
 
 
-def _admission_var(request: review.Request, *, watch: watches_mod.Watch) -> dict[str, Any]:
-    """``ansible_operator_admission``: CR data and user names are data, never templates."""
+def admission_variable(request: review.Request, *, watch: watches_mod.Watch) -> dict[str, Any]:
+    """``ansible_operator_admission``: everything from the request is data, never a
+    template, whatever the watch's ``markUnsafe`` says (the caller may be anyone the API
+    server admits); the old object is cleaned and named as the watch's kind."""
     old = None
     if request.old is not None:
-        # The same cleaning the object gets: no ``__ansible*`` keys, unsafe strings.
         old = extravars.build(
             obj=request.old,
+            gvk=watch.gvk,
             snake_case=False,
             mark_unsafe=watch.mark_unsafe,
             watch_vars={},
             finalizer_vars=None,
         ).variables[extravars.object_key(watch.gvk)]
-    user_info = extravars.build(
-        obj={"apiVersion": "v1", "kind": "UserInfo", "spec": dict(request.user_info)},
-        snake_case=False,
-        mark_unsafe=True,
-        watch_vars={},
-        finalizer_vars=None,
-    ).variables["__userinfo_spec"]
+    dropped: list[str] = []
+    user_info = extravars.data(dict(request.user_info), dropped=dropped, path="userInfo")
     return {
-        "operation": request.operation,
+        "operation": extravars.mark_unsafe(request.operation),
         "old_object": old,
-        "user_info": user_info,
+        "user_info": extravars.mark_unsafe(user_info),
         "dry_run": request.dry_run,
-        "uid": request.uid,
+        "uid": extravars.mark_unsafe(request.uid),
     }
 
 

@@ -58,6 +58,8 @@ def decode(body: bytes) -> Request:
         review = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ReviewError(f"the body is not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ReviewError("the body nests too deep to decode") from exc
     if not isinstance(review, dict):
         raise ReviewError("expected an AdmissionReview object")
     if review.get("apiVersion") != API_VERSION or review.get("kind") != KIND:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runner.ansible import extravars
+from runner.ansible import extravars, guard
 from runner.kube.types import GVK, KubeObject
 
 
@@ -30,7 +30,7 @@ def build(obj: KubeObject, **kwargs: Any) -> dict[str, Any]:
         "finalizer_vars": None,
     }
     options.update(kwargs)
-    return extravars.build(obj=obj, **options).variables
+    return extravars.build(obj=obj, gvk=GVK.of(obj), **options).variables
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,11 @@ def test_values_are_the_spec_meta_object_and_raw_spec() -> None:
     got = build(obj)
     assert got["size_count"] == 3
     assert got["pod_spec"] == {"node_name": "n1"}
-    assert got["ansible_operator_meta"] == {"name": "w", "namespace": "ns"}
+    # Names from the API server are data whatever markUnsafe says of the CR's own.
+    assert got["ansible_operator_meta"] == {
+        "name": {guard.UNSAFE_KEY: "w"},
+        "namespace": {guard.UNSAFE_KEY: "ns"},
+    }
     assert got["_cache_example_inc_com_memcached"] == obj
     assert got["_cache_example_inc_com_memcached_spec"] == {
         "sizeCount": 3,
@@ -114,14 +118,14 @@ def test_core_kind_without_spec_gets_an_empty_one() -> None:
 def test_mark_unsafe_wraps_every_string_of_cr_data() -> None:
     obj = widget({"sizeText": "{{ 6 * 7 }}", "items": ["a", {"deepKey": "b"}], "count": 2})
     got = build(obj, mark_unsafe=True, watch_vars={"plain": "{{ kept }}"})
-    unsafe = extravars.UNSAFE_KEY
+    unsafe = guard.UNSAFE_KEY
     assert got["size_text"] == {unsafe: "{{ 6 * 7 }}"}
     assert got["items"] == [{unsafe: "a"}, {"deep_key": {unsafe: "b"}}]
     assert got["count"] == 2, "non-strings stay as they are"
     assert got["_cache_example_inc_com_memcached"]["metadata"]["name"] == {unsafe: "w"}
     assert got["_cache_example_inc_com_memcached_spec"]["sizeText"] == {unsafe: "{{ 6 * 7 }}"}
+    assert got["ansible_operator_meta"] == {"name": {unsafe: "w"}, "namespace": {unsafe: "ns"}}
     # operator-sdk leaves these alone: they come from the operator author, not the CR.
-    assert got["ansible_operator_meta"] == {"name": "w", "namespace": "ns"}
     assert got["plain"] == "{{ kept }}"
 
 
@@ -150,7 +154,8 @@ def built(spec: Any, **kwargs: Any) -> extravars.ExtraVars:
         "finalizer_vars": None,
     }
     options.update(kwargs)
-    return extravars.build(obj=widget(spec), **options)
+    obj = widget(spec)
+    return extravars.build(obj=obj, gvk=GVK.of(obj), **options)
 
 
 @pytest.mark.parametrize(
@@ -160,7 +165,9 @@ def test_spec_keys_naming_ansible_variables_are_withheld(snake_case: bool) -> No
     got = built(HOSTILE_SPEC, snake_case=snake_case)
     leaked = sorted(k for k in got.variables if k.lower().startswith("ansible_"))
     assert leaked == ["ansible_operator_meta"], f"Ansible variables from the spec: {leaked}"
-    assert got.variables["ansible_operator_meta"] == {"name": "w", "namespace": "ns"}
+    assert got.variables["ansible_operator_meta"] == extravars.mark_unsafe(
+        {"name": "w", "namespace": "ns"}
+    )
     # snake_case turns ANSIBLE_BECOME into _ansible_become, which is no Ansible variable.
     expected = (
         [
@@ -175,7 +182,7 @@ def test_spec_keys_naming_ansible_variables_are_withheld(snake_case: bool) -> No
     assert list(got.withheld_fields) == expected
     # The raw spec keeps everything, as data.
     raw = got.variables["_cache_example_inc_com_memcached_spec"]
-    assert raw["ansiblePythonInterpreter"] == {extravars.UNSAFE_KEY: "/tmp/evil"}
+    assert raw["ansiblePythonInterpreter"] == {guard.UNSAFE_KEY: "/tmp/evil"}
     assert got.variables["size"] == 1
 
 
@@ -184,17 +191,19 @@ def test_spec_keys_naming_the_runners_variables_are_withheld() -> None:
     got = built(spec, snake_case=False, allow_ansible_vars=True)
     assert got.withheld_fields == tuple(spec)
     assert got.variables["_cache_example_inc_com_memcached"]["kind"] == {
-        extravars.UNSAFE_KEY: "MemCached"
+        guard.UNSAFE_KEY: "MemCached"
     }
 
 
 def test_watch_can_allow_ansible_variables_from_the_spec() -> None:
     got = built(HOSTILE_SPEC, allow_ansible_vars=True)
-    assert got.variables["ansible_python_interpreter"] == {extravars.UNSAFE_KEY: "/tmp/evil"}
-    assert got.variables["ansible_connection"] == {extravars.UNSAFE_KEY: "ssh"}
+    assert got.variables["ansible_python_interpreter"] == {guard.UNSAFE_KEY: "/tmp/evil"}
+    assert got.variables["ansible_connection"] == {guard.UNSAFE_KEY: "ssh"}
     # The runner's own names are never taken from a spec.
     assert got.withheld_fields == ("ansibleOperatorMeta",)
-    assert got.variables["ansible_operator_meta"] == {"name": "w", "namespace": "ns"}
+    assert got.variables["ansible_operator_meta"] == extravars.mark_unsafe(
+        {"name": "w", "namespace": "ns"}
+    )
 
 
 @pytest.mark.parametrize(
@@ -209,7 +218,12 @@ def test_keys_ansible_would_decode_are_dropped_everywhere(mark_unsafe: bool) -> 
     obj = widget(spec)
     obj["metadata"]["annotations"] = {"__ansible_vault": "not allowed by the API, still dropped"}
     got = extravars.build(
-        obj=obj, snake_case=True, mark_unsafe=mark_unsafe, watch_vars={}, finalizer_vars=None
+        obj=obj,
+        gvk=GVK.of(obj),
+        snake_case=True,
+        mark_unsafe=mark_unsafe,
+        watch_vars={},
+        finalizer_vars=None,
     )
     assert got.dropped_keys == (
         "metadata.annotations.__ansible_vault",
@@ -221,11 +235,10 @@ def test_keys_ansible_would_decode_are_dropped_everywhere(mark_unsafe: bool) -> 
     for tag in ("__ansible_vault", "__ansible_type"):
         assert tag not in text, f"{tag} reached the extra vars: {text}"
     if not mark_unsafe:
-        assert "__ansible_unsafe" not in text, text
+        del got.variables["ansible_operator_meta"]  # wrapped always: names from the API server
+        assert "__ansible_unsafe" not in json.dumps(got.variables), text
     assert got.variables["secret"] == {}
-    assert got.variables["items"][0] == {
-        "keep": {extravars.UNSAFE_KEY: "k"} if mark_unsafe else "k"
-    }
+    assert got.variables["items"][0] == {"keep": {guard.UNSAFE_KEY: "k"} if mark_unsafe else "k"}
     assert "__ansible_vault" in obj["spec"]["secret"], "the CR passed in must not be changed"
 
 

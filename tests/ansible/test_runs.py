@@ -21,6 +21,7 @@ import pytest
 
 from runner.ansible import extravars, launch
 from runner.base import errors
+from runner.kube.types import GVK
 from tests.ansible.conftest import (
     PLAYBOOKS,
     ROLES,
@@ -180,6 +181,7 @@ TEMPLATED_CR: dict[str, Any] = {
 def run_templated(run_playbook: RunPlaybook, handler: Captured, *, mark_unsafe: bool) -> Any:
     variables = extravars.build(
         obj=TEMPLATED_CR,
+        gvk=GVK.of(TEMPLATED_CR),
         snake_case=True,
         mark_unsafe=mark_unsafe,
         watch_vars={},
@@ -208,7 +210,12 @@ def test_a_decodable_key_in_cr_data_does_not_undo_mark_unsafe(
     file as YAML, where no wrapper counts: the key must never reach the file."""
     poisoned = {**TEMPLATED_CR, "spec": {**TEMPLATED_CR["spec"], "p": {"__ansible_unsafe": 5}}}
     built = extravars.build(
-        obj=poisoned, snake_case=True, mark_unsafe=True, watch_vars={}, finalizer_vars=None
+        obj=poisoned,
+        gvk=GVK.of(poisoned),
+        snake_case=True,
+        mark_unsafe=True,
+        watch_vars={},
+        finalizer_vars=None,
     )
     assert built.dropped_keys == ("spec.p.__ansible_unsafe",)
     result = run_playbook("templated", extravars=built.variables)

@@ -27,6 +27,7 @@ from devcluster import binaries
 from runner.ansible import extravars
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
+from runner.kube.types import GVK
 from runner.tools.scaffold import devhooks
 from testkit.harness import OperatorProcess
 from tests.memcached.conftest import MEMCACHED, watches
@@ -92,7 +93,12 @@ def admit(
 ) -> Outcome:
     """Run ``role`` over ``obj`` as the runtime runs an admission (one ansible-playbook)."""
     built = extravars.build(
-        obj=obj, snake_case=True, mark_unsafe=True, watch_vars={}, finalizer_vars=None
+        obj=obj,
+        gvk=GVK.of(obj),
+        snake_case=True,
+        mark_unsafe=True,
+        watch_vars={},
+        finalizer_vars=None,
     )
     variables = {
         **built.variables,

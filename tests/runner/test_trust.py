@@ -11,6 +11,7 @@ import pytest
 
 from runner.kube.client import Client
 from runner.kube.types import GVK
+from testkit import hostile
 from tests.runner.support import PROBE, StartOperator, probe, probe_watches, wait_condition
 
 pytestmark = pytest.mark.integration
@@ -105,3 +106,41 @@ def test_watch_can_allow_ansible_variables_from_the_spec(
         f"marker exists: {marker.exists()}"
     )
     assert withheld_events(kube, namespace, "t") == [], "nothing was withheld, so no event"
+
+
+def test_spec_keys_spelling_a_type_tag_run_no_template(
+    kube: Client, namespace: str, start_operator: StartOperator, tmp_path: Path
+) -> None:
+    """Each of these keys snake-cases to one of ansible-core's type tags; before they were
+    checked on the final names, any of them made Ansible read the extra vars as YAML and
+    run the command in ``message``. Each CR has the key at the top and one level down."""
+    marker = tmp_path / "pwned"
+    attack = "{{ lookup('pipe', 'echo pwned >> " + str(marker) + "') }}"
+    operator = start_operator(probe_watches())
+    names = {f"tag-{i}": spelling for i, spelling in enumerate(hostile.TAG_SPELLINGS[:5])}
+    for name, spelling in names.items():
+        spec = {"message": attack, spelling: "x", "cfg": {spelling: "x"}}
+        kube.create(PROBE, probe(name, namespace, spec), namespace=namespace)
+    kube.create(PROBE, probe("control", namespace, {"message": "plain"}), namespace=namespace)
+
+    for name in [*names, "control"]:
+        wait_condition(
+            kube,
+            namespace=namespace,
+            name=name,
+            kind="Successful",
+            status="True",
+            operator=operator,
+        )
+    assert not marker.exists(), f"a command from a CR ran: {marker.read_text()!r}"
+    for name, spelling in names.items():
+        echoed = kube.get(CONFIGMAP, name=f"{name}-echo", namespace=namespace)["data"]["message"]
+        assert echoed == attack, f"{spelling}: expected the literal {attack!r}, saw {echoed!r}"
+        events = operator.eventually(
+            lambda name=name: withheld_events(kube, namespace, name),  # type: ignore[misc]
+            describe=f"a SpecFieldsWithheld event for {spelling}",
+        )
+        for path in (f"spec.{spelling}", f"spec.cfg.{spelling}"):
+            assert path in events[0]["message"], f"{path} not named: {events[0]['message']!r}"
+    control = kube.get(CONFIGMAP, name="control-echo", namespace=namespace)["data"]["message"]
+    assert control == "plain", f"the control CR's message: {control!r}"

@@ -14,6 +14,8 @@ import base64
 import contextlib
 import json
 import socket
+import ssl
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +118,20 @@ class Served:
     port: int
     cluster: Any
     kube: client.Client
+    ca: bytes
+
+    def post(self, path: str, review: dict[str, Any]) -> dict[str, Any]:
+        """POST ``review`` to ``path`` of the runner as a caller other than the API server
+        would, trusting the serving CA; the decoded AdmissionReview answer."""
+        context = ssl.create_default_context(cadata=self.ca.decode())
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{self.port}{path}",
+            data=json.dumps(review).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, context=context, timeout=30) as answer:
+            return dict(json.loads(answer.read()))
 
     def kubectl(self, manifest: dict[str, Any], *args: str) -> tuple[int, str]:
         """``kubectl create -f -`` of ``manifest`` (plus ``args``): exit code, stdout + stderr."""
@@ -216,7 +232,7 @@ def served(
             },
         )
         ready = Served(
-            operator=operator, namespace=namespace, port=port, cluster=cluster, kube=kube
+            operator=operator, namespace=namespace, port=port, cluster=cluster, kube=kube, ca=ca
         )
         # The API server takes new webhook configurations from its own informer: wait until
         # both answer (dry-run creates: nothing is stored).

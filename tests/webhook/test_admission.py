@@ -5,6 +5,7 @@ runs in the RBAC record (``GET /debug/rbac``)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -244,3 +245,49 @@ def test_a_webhook_roles_reads_are_in_the_rbac_record_and_refused_writes_are_not
         f"expected the derived rules (playbook-operator rbac) to grant get configmaps, saw "
         f"{sorted(needed)}"
     )
+
+
+def _review(served: Served, *, marker: Path, spec: dict[str, Any]) -> dict[str, Any]:
+    attack = "{{ lookup('pipe', 'echo pwned >> " + str(marker) + "') }}"
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": attack,
+            "operation": "CREATE",
+            "namespace": served.namespace,
+            "name": "claim",
+            # The object claims a kind whose variable name would be a type tag.
+            "object": {
+                "apiVersion": "v1",
+                "kind": "Ansible_vault",
+                "metadata": {"name": "claim", "namespace": served.namespace},
+                "spec": {**spec, "__Ansible_vault": "x", "note": attack},
+            },
+            "userInfo": {"username": attack, "groups": [attack], "__ANSIBLE_UNSAFE": "x"},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("prefix", "spec"),
+    [
+        pytest.param("validate", {"mode": "report"}, id="validating"),
+        pytest.param("mutate", {"color": "red"}, id="mutating"),
+    ],
+)
+def test_a_direct_review_with_tag_keys_and_a_tag_kind_runs_no_template(
+    served: Served, tmp_path: Path, prefix: str, spec: dict[str, Any]
+) -> None:
+    marker = tmp_path / "pwned"
+    path = f"/{prefix}-webhook-test-example-com-v1-gadget"
+    answer = served.post(path, _review(served, marker=marker, spec=spec))["response"]
+    assert not marker.exists(), f"a command from the request ran: {marker.read_text()!r}"
+    if prefix == "validate":
+        # The report mode fails with what the role saw: the literal user name.
+        message = answer.get("status", {}).get("message", "")
+        assert not answer["allowed"] and "user={{ lookup('pipe'" in message, answer
+    else:
+        assert answer["allowed"], f"expected the mutation allowed, saw {answer}"
+        patch = json.loads(base64.b64decode(answer["patch"]))
+        assert {"op": "add", "path": "/spec/defaulted", "value": True} in patch, patch
