@@ -208,7 +208,8 @@ WEBHOOK_DEV = KUBECTL=$(KUBECTL) $(PY) -m runner.tools.scaffold.devhooks
 .PHONY: run
 run: venv $(if $(USE_EMBEDDED),cluster-up) install ## Run the operator in the foreground (embedded cluster if none is configured); role edits go live (--dev).
 	@echo "KUBECONFIG=$$KUBECONFIG — try: $(KUBECTL) apply -f config/samples/cache_v1alpha1_memcached.yaml"
-	$(WEBHOOK_DEV) up --watches-file=./watches.yaml --cert-dir=$(WEBHOOK_CERT_DIR) --port=$(WEBHOOK_PORT)
+	$(WEBHOOK_DEV) up --watches-file=./watches.yaml --cert-dir=$(WEBHOOK_CERT_DIR) --port=$(WEBHOOK_PORT) \
+		$(if $(USE_EMBEDDED),--client-ca=$(CURDIR)/.cluster/pki/webhook-client-ca.crt)
 	trap '$(WEBHOOK_DEV) down --cert-dir=$(WEBHOOK_CERT_DIR)' EXIT; trap 'exit 130' INT TERM; \
 	ANSIBLE_ROLES_PATH=$(CURDIR)/roles $(BIN)/playbook-operator run --watches-file=./watches.yaml \
 		--health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=127.0.0.1:8080 --zap-devel \

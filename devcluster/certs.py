@@ -1,5 +1,6 @@
 """The cluster's throwaway PKI: a CA, the apiserver's serving cert, the admin and
-front-proxy client certs, and the service-account signing key.
+front-proxy client certs, the service-account signing key, and the admission webhook
+client certificate (with a CA of its own) kube-apiserver presents to webhooks.
 
 envtest does the same (``certs/tinyca.go``): one CA signs both the serving certificate
 (so the kubeconfig can verify the server instead of skipping TLS checks) and the admin
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,7 @@ SERVER_DNS = (
 SERVER_IPS = ("127.0.0.1", "::1", "10.0.0.1")
 VALIDITY = datetime.timedelta(days=365)
 FRONT_PROXY_CLIENT = "front-proxy-client"
+WEBHOOK_CLIENT = "kube-apiserver-webhook-client"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,31 @@ class Pki:
     @property
     def proxy_key(self) -> Path:
         return self.directory / "front-proxy-client.key"
+
+    @property
+    def webhook_client_ca(self) -> Path:
+        """The CA of the API server's admission webhook client certificate: a webhook
+        server given it (``--webhook-client-ca``, or ``client-ca.crt`` in its cert dir)
+        answers the API server only."""
+        return self.directory / "webhook-client-ca.crt"
+
+    @property
+    def webhook_client_cert(self) -> Path:
+        return self.directory / "webhook-client.crt"
+
+    @property
+    def webhook_client_key(self) -> Path:
+        return self.directory / "webhook-client.key"
+
+    @property
+    def webhook_kubeconfig(self) -> Path:
+        """The credentials kube-apiserver presents to every admission webhook."""
+        return self.directory / "webhook-client.kubeconfig"
+
+    @property
+    def admission_config(self) -> Path:
+        """kube-apiserver's AdmissionConfiguration (``--admission-control-config-file``)."""
+        return self.directory / "admission.yaml"
 
     @property
     def sa_key(self) -> Path:
@@ -170,10 +198,10 @@ def _key_identifiers(
     )
 
 
-def generate(pki: Pki) -> None:
-    """Write a fresh CA, serving cert, admin client cert and service-account key pair."""
+def _authority(common_name: str) -> tuple[x509.Certificate, PrivateKey]:
+    """A self-signed CA."""
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_subject = _name("devcluster-ca")
+    ca_subject = _name(common_name)
     ca_builder = (
         _builder(subject=ca_subject, issuer=ca_subject, key=ca_key)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
@@ -193,7 +221,58 @@ def generate(pki: Pki) -> None:
         )
     )
     ca_builder = _key_identifiers(ca_builder, subject_key=ca_key, issuer_key=ca_key)
-    ca_cert = ca_builder.sign(ca_key, hashes.SHA256())
+    return ca_builder.sign(ca_key, hashes.SHA256()), ca_key
+
+
+def _webhook_client(pki: Pki) -> None:
+    """A CA of its own and the client certificate kube-apiserver presents to admission
+    webhooks, wired through an AdmissionConfiguration. Its own CA, not the cluster's: a
+    webhook server trusting it admits the API server, not every cluster client."""
+    ca_cert, ca_key = _authority("devcluster-webhook-client-ca")
+    _write(pki.webhook_client_ca, _cert_pem(ca_cert))
+    cert, key = _leaf(
+        ca_cert=ca_cert,
+        ca_key=ca_key,
+        subject=_name(WEBHOOK_CLIENT),
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+        sans=[],
+    )
+    _write(pki.webhook_client_cert, _cert_pem(cert))
+    _write(pki.webhook_client_key, _key_pem(key), private=True)
+    # users "*": these credentials go to every webhook, whatever its host.
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "users": [
+            {
+                "name": "*",
+                "user": {
+                    "client-certificate": str(pki.webhook_client_cert),
+                    "client-key": str(pki.webhook_client_key),
+                },
+            }
+        ],
+    }
+    _write(pki.webhook_kubeconfig, json.dumps(kubeconfig).encode(), private=True)
+    webhook = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "WebhookAdmissionConfiguration",
+        "kubeConfigFile": str(pki.webhook_kubeconfig),
+    }
+    admission = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [
+            {"name": name, "configuration": webhook}
+            for name in ("ValidatingAdmissionWebhook", "MutatingAdmissionWebhook")
+        ],
+    }
+    _write(pki.admission_config, json.dumps(admission).encode())
+
+
+def generate(pki: Pki) -> None:
+    """Write a fresh CA, serving cert, admin client cert and service-account key pair."""
+    ca_cert, ca_key = _authority("devcluster-ca")
     _write(pki.ca_cert, _cert_pem(ca_cert))
     _write(pki.ca_key, _key_pem(ca_key), private=True)
 
@@ -230,6 +309,7 @@ def generate(pki: Pki) -> None:
     )
     _write(pki.proxy_cert, _cert_pem(proxy_cert))
     _write(pki.proxy_key, _key_pem(proxy_key), private=True)
+    _webhook_client(pki)
 
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write(pki.sa_key, _key_pem(sa_key), private=True)

@@ -65,6 +65,9 @@ def apiserver(*, binary: Path, where: layout.Layout, ports: layout.Ports) -> lis
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",
         f"--proxy-client-cert-file={pki.proxy_cert}",
         f"--proxy-client-key-file={pki.proxy_key}",
+        # Admission webhooks get a client certificate (certs.Pki.webhook_client_ca signs
+        # it): a webhook server that requires one answers the API server only.
+        f"--admission-control-config-file={pki.admission_config}",
         "--authorization-mode=RBAC",
         f"--service-account-issuer={SA_ISSUER}",
         f"--service-account-key-file={pki.sa_pub}",

@@ -212,5 +212,10 @@ class OperatorProcess:
             return self._proc.wait()
 
     @property
+    def pid(self) -> int:
+        assert self._proc is not None, "not started"
+        return self._proc.pid
+
+    @property
     def returncode(self) -> int | None:
         return self._proc.poll() if self._proc else None

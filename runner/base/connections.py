@@ -33,6 +33,11 @@ class Limits:
     write_timeout: float = 10.0
     max_head: int = 32 * 1024  # room for a long bearer token
     max_body: int = 4 * 1024  # probes and scrapes are GETs
+    # Bodies held at once (being read or with a worker), by their Content-Length; a request
+    # that does not fit is answered 503 from its head, unread. None: max_connections bodies.
+    max_buffered: int | None = None
+    # Complete requests waiting for a worker; more are answered 429 at once. None: no bound.
+    max_pending: int | None = None
 
 
 class State(enum.Enum):
@@ -57,6 +62,7 @@ class Conn:
         self.idle = False  # kept alive, waiting for the first byte of another request
         self.eof = False  # the client shut down its sending side
         self.events = 0  # selector events registered; 0: not registered
+        self.reserved = 0  # body bytes counted against Limits.max_buffered
 
     @property
     def waiting(self) -> bool:
@@ -71,6 +77,7 @@ class Connections:
         self._selector = selector
         self._limits = limits
         self._conns: set[Conn] = set()
+        self.buffered = 0  # body bytes reserved by open connections
 
     def __len__(self) -> int:
         return len(self._conns)
@@ -109,7 +116,23 @@ class Connections:
             self._selector.modify(conn.sock, events, conn)
         conn.events = events
 
+    def reserve(self, conn: Conn, size: int) -> bool:
+        """Count ``size`` body bytes for ``conn``; False when they would pass the budget."""
+        budget = self._limits.max_buffered
+        if budget is not None and size > 0 and self.buffered + size > budget:
+            return False
+        self.release(conn)
+        conn.reserved = size
+        self.buffered += size
+        return True
+
+    def release(self, conn: Conn) -> None:
+        """``conn``'s body is gone (answered or closed): its bytes count no more."""
+        self.buffered -= conn.reserved
+        conn.reserved = 0
+
     def close(self, conn: Conn) -> None:
+        self.release(conn)
         self._conns.discard(conn)
         if conn.events:
             self._selector.unregister(conn.sock)

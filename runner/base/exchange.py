@@ -68,6 +68,7 @@ class Exchange:
         if answer is None:
             self._start_body(conn)
         else:
+            self._conns.release(conn)  # the body, if read, went to the worker and back
             self._respond(conn, answer)
 
     def _handshake(self, conn: connections.Conn) -> None:
@@ -132,7 +133,7 @@ class Exchange:
                 self._refuse(conn, problem)
                 return
             assert request is not None
-            conn.request = request
+            conn.request = dataclasses.replace(request, received=time.monotonic())
             conn.body_length = int(request.headers.get("content-length") or 0)
             conn.keep_alive = http1.keeps_alive(request) and not conn.eof
             conn.buffer = bytearray(rest)
@@ -144,6 +145,10 @@ class Exchange:
             self._dispatch(conn, self._handle)
 
     def _start_body(self, conn: connections.Conn) -> None:
+        if not self._conns.reserve(conn, conn.body_length):
+            # Bodies in hand already fill the budget: answered from the head, unread.
+            self._refuse(conn, http1.text(503, "too many request bodies in progress"))
+            return
         conn.state = State.BODY
         conn.deadline = time.monotonic() + self.limits.body_timeout
         self._read(conn)  # dispatches at once when the body is already here

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import http
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -24,6 +25,12 @@ class Request:
     version: str  # HTTP/1.1 or HTTP/1.0
     headers: Mapping[str, str]  # lower-cased names; repeated headers joined with ", "
     body: bytes = b""
+    received: float = 0.0  # time.monotonic() when the head was complete
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The query's parameters (the last of repeated ones), decoded."""
+        return dict(urllib.parse.parse_qsl(self.target.partition("?")[2]))
 
     @property
     def path(self) -> str:

@@ -22,7 +22,11 @@ The bounds (:class:`Limits`):
   ``body_timeout`` and the answer be taken within ``write_timeout``;
 - a head over ``max_head`` bytes: 431; a Content-Length that is not one
   non-negative integer: 400; a chunked body: 411; a body over ``max_body``:
-  413, answered from the head without reading the body.
+  413, answered from the head without reading the body;
+- bodies held at once (being read, or with a worker) add up to at most
+  ``max_buffered`` bytes: a request whose body does not fit is answered 503
+  from its head, unread; at most ``max_pending`` complete requests wait for a
+  worker: more are answered 429 at once, never after the client gave up.
 
 Answers sent before a body was read close the connection.
 
@@ -108,11 +112,18 @@ class Server:
             limits=self.limits,
             submit=self._submit,
         )
+        self._queued = 0  # requests submitted that no worker has started yet
+        self._queued_lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
+
+    def use_tls(self, context: ssl.SSLContext) -> None:
+        """Handshake new connections with ``context`` (a reloaded certificate); open ones
+        keep theirs. One assignment: an accept sees the old context or the new one."""
+        self._tls = context
 
     def connections(self) -> int:
         return len(self._conns)
@@ -188,7 +199,22 @@ class Server:
     # -- the workers ------------------------------------------------------------
 
     def _submit(self, conn: _Conn, work: exchange.Work) -> None:
+        limit = self.limits.max_pending
+        with self._queued_lock:
+            full = limit is not None and self._queued >= limit
+            if not full:
+                self._queued += 1
+        if full:
+            # Every worker is busy and enough wait already: answered now, not after the
+            # client gave up (an unread body closes the connection).
+            conn.keep_alive = False
+            self._done.put((conn, text(429, "too many requests in progress")))
+            self._wake()
+            return
+
         def run() -> None:
+            with self._queued_lock:
+                self._queued -= 1
             try:
                 answer = work(conn)
             except Exception:
@@ -200,6 +226,8 @@ class Server:
         try:
             self._pool.submit(run)
         except RuntimeError:  # shut down
+            with self._queued_lock:
+                self._queued -= 1
             self._conns.close(conn)
 
     def _finish_work(self) -> None:

@@ -203,6 +203,9 @@ def build(
             port=read.whole("webhook_port", _WEBHOOKS.port),
             host=read.text("webhook_host"),
             cert_dir=Path(read.text("webhook_cert_dir", str(_WEBHOOKS.cert_dir))),
+            client_ca=Path(read.text("webhook_client_ca"))
+            if read.text("webhook_client_ca")
+            else None,
             max_concurrent=max(1, read.whole("webhook_max_concurrent", _WEBHOOKS.max_concurrent)),
         ),
         logging=logging_section,

@@ -230,10 +230,18 @@ def _serving_flags(parser: argparse.ArgumentParser) -> None:
     )
     _flag(
         parser,
+        "--webhook-client-ca",
+        default="",
+        help="CA (PEM) whose client certificates may call the webhooks: the API server's "
+        "(default: client-ca.crt in --webhook-cert-dir if present)",
+    )
+    _flag(
+        parser,
         "--webhook-max-concurrent",
         type=int,
         default=webhooks.max_concurrent,
-        help="webhook runs at once, beside the reconciles (more wait up to half their timeout)",
+        help="webhook runs at once, beside the reconciles (more wait while a run still fits "
+        "in the API server's timeout, then get the hook's failure policy)",
     )
     _flag(
         parser,

@@ -133,6 +133,9 @@ class WebhookSettings:
     host: str = ""  # every interface, as controller-runtime's webhook server
     cert_dir: Path = Path("/tmp/k8s-webhook-server/serving-certs")  # tls.crt, tls.key
     max_concurrent: int = 4  # webhook runs at once, beside the reconciles' workers
+    # PEM of the CA whose client certificates may call (controller-runtime's ClientCAName);
+    # None: client-ca.crt in cert_dir when there is one, else no client authentication.
+    client_ca: Path | None = None
 
 
 @dataclass(frozen=True)

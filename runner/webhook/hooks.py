@@ -27,6 +27,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,8 @@ WEBHOOK_VERBOSITY = 0
 #: The run is killed this much before the hook's timeout, so the answer still reaches
 #: an API server that waits exactly timeoutSeconds.
 _ANSWER_MARGIN = 0.5
+#: A run given less than this could not even start Ansible: answered busy instead.
+_SHORTEST_RUN = 0.5
 
 
 @dataclass(frozen=True)
@@ -109,8 +112,11 @@ class Hooks:
         self.paths = fresh  # one assignment: a request sees the old or the new mapping
         return True
 
-    def answer(self, served_hook: Served, request: review.Request) -> review.Verdict:
-        """The verdict on ``request``; never raises for what the role does."""
+    def answer(
+        self, served_hook: Served, request: review.Request, *, deadline: float
+    ) -> review.Verdict:
+        """The verdict on ``request``, due by ``deadline`` (``time.monotonic()``: when the
+        API server stops waiting); never raises for what the role does."""
         hook = served_hook.hook
         if request.operation not in hook.operations:
             return review.Verdict(allowed=True)  # not registered for this one: no opinion
@@ -122,11 +128,14 @@ class Hooks:
             namespace=request.namespace,
             name=request.name,
         )
-        # Waiting for a slot eats into the API server's patience: at most half of it.
-        if not self._slots.acquire(timeout=hook.timeout_seconds / 2):
+        # A slot is worth waiting for only while a run still fits before the deadline.
+        patience = deadline - _ANSWER_MARGIN - _SHORTEST_RUN - time.monotonic()
+        if patience <= 0 or not self._slots.acquire(timeout=patience):
+            rlog.warning("webhook busy", extra={"limit": self._limit})
             return _failed(hook, f"webhook busy: more than {self._limit} runs at once")
         try:
-            result, answers = self._run(served_hook, request, log=rlog)
+            timeout = deadline - _ANSWER_MARGIN - time.monotonic()
+            result, answers = self._run(served_hook, request, log=rlog, timeout=timeout)
         except errors.AnsibleLaunchError as exc:
             rlog.error("webhook role could not start", extra={"error": str(exc)})
             return _failed(hook, f"webhook role could not start: {exc}")
@@ -139,7 +148,12 @@ class Hooks:
         return verdict(hook, request=request, result=result, answers=answers, log=rlog)
 
     def _run(
-        self, served_hook: Served, request: review.Request, *, log: logs.BoundLogger
+        self,
+        served_hook: Served,
+        request: review.Request,
+        *,
+        log: logs.BoundLogger,
+        timeout: float,
     ) -> tuple[launch.RunResult, list[Mapping[str, Any]]]:
         hook, watch = served_hook.hook, served_hook.watch
         obj = request.obj if request.obj is not None else request.old
@@ -156,7 +170,7 @@ class Hooks:
         variables = dict(built.variables)
         variables[ADMISSION_VAR] = admission_variable(request, watch=watch)
         answers: list[Mapping[str, Any]] = []
-        owner = _owner(obj, request=request)
+        owner = _owner(obj, request=request, watch=watch)
         meta = owner["metadata"]
         run: rbac_record.RunKey = (watch.gvk, meta["namespace"] or "", meta["name"])
 
@@ -184,7 +198,7 @@ class Hooks:
                 private_data_dir=private,
                 verbosity=WEBHOOK_VERBOSITY,
                 rotate_artifacts=1,
-                timeout=max(0.5, hook.timeout_seconds - _ANSWER_MARGIN),
+                timeout=max(_SHORTEST_RUN, timeout),
                 on_event=collect,
             ) as spec:
                 return self._runner.run(spec, log=log), answers
@@ -271,8 +285,10 @@ def admission_variable(request: review.Request, *, watch: watches_mod.Watch) -> 
     }
 
 
-def _owner(obj: KubeObject, *, request: review.Request) -> KubeObject:
+def _owner(obj: KubeObject, *, request: review.Request, watch: watches_mod.Watch) -> KubeObject:
     """Who the run's proxy session is for: a CREATE's object has no uid (nor maybe a name).
+    Of the watch's kind, whatever the request's object claims to be: the RBAC record keys
+    the run by it, and a caller must not name kinds there.
 
     The name carries the request's uid: the RBAC record keys a run by its owner, and an
     admission run may overlap a reconcile of the same object (whose finalizer patch, say,
@@ -280,8 +296,8 @@ def _owner(obj: KubeObject, *, request: review.Request) -> KubeObject:
     meta = obj.get("metadata") or {}
     name = meta.get("name") or meta.get("generateName") or request.name or "new"
     return {
-        "apiVersion": obj.get("apiVersion", ""),
-        "kind": obj.get("kind", ""),
+        "apiVersion": watch.gvk.api_version,
+        "kind": watch.gvk.kind,
         "metadata": {
             "name": f"{name}@{request.uid}",
             "namespace": meta.get("namespace") or request.namespace,

@@ -31,10 +31,14 @@ from runner.webhook import hooks, review
 
 log = logging.getLogger("runner.webhook")
 
-CERT, KEY = "tls.crt", "tls.key"
+CERT, KEY, CLIENT_CA = "tls.crt", "tls.key", "client-ca.crt"
 RELOAD_EVERY = 5.0
 MAX_CONNECTIONS = 256
 MAX_BODY = 3 * 1024 * 1024
+#: Bodies held at once: a flood of large requests costs at most this, then 503s.
+MAX_BUFFERED = 8 * MAX_BODY
+#: The API server sends ``?timeout=10s``; without it, the longest it ever waits.
+_DEFAULT_TIMEOUT = 30.0
 
 
 class Answerer(Protocol):
@@ -43,7 +47,9 @@ class Answerer(Protocol):
     @property
     def paths(self) -> Mapping[str, hooks.Served]: ...
 
-    def answer(self, served_hook: hooks.Served, request: review.Request) -> review.Verdict: ...
+    def answer(
+        self, served_hook: hooks.Served, request: review.Request, *, deadline: float
+    ) -> review.Verdict: ...
 
 
 class Observer(Protocol):
@@ -54,16 +60,13 @@ class Observer(Protocol):
     def webhook_finished(self, webhook: str, *, code: int, seconds: float) -> None: ...
 
 
-def tls_context(cert_dir: Path) -> ssl.SSLContext:
+def tls_context(cert_dir: Path, *, client_ca: Path | None = None) -> ssl.SSLContext:
     """A server context from ``cert_dir``; :class:`~runner.base.errors.ConfigError` if the
-    files are missing or do not load (controller-runtime stops likewise)."""
+    files are missing or do not load (controller-runtime stops likewise). With a client
+    CA (``client_ca``, else ``client-ca.crt`` in ``cert_dir`` when present) the handshake
+    requires a client certificate it signed: a caller without one gets no answer."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    _load(context, cert_dir)
-    return context
-
-
-def _load(context: ssl.SSLContext, cert_dir: Path) -> None:
     cert, key = cert_dir / CERT, cert_dir / KEY
     missing = [p.name for p in (cert, key) if not p.is_file()]
     if missing:
@@ -77,6 +80,23 @@ def _load(context: ssl.SSLContext, cert_dir: Path) -> None:
         raise errors.ConfigError(
             f"--webhook-cert-dir={cert_dir}: {CERT} and {KEY} do not load: {exc}"
         ) from exc
+    ca = client_ca_path(cert_dir, client_ca=client_ca)
+    if ca is not None:
+        try:
+            context.load_verify_locations(cafile=str(ca))
+        except (OSError, ssl.SSLError) as exc:
+            raise errors.ConfigError(f"--webhook-client-ca={ca}: does not load: {exc}") from exc
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def client_ca_path(cert_dir: Path, *, client_ca: Path | None) -> Path | None:
+    """The CA client certificates are checked against: the flag's, else ``client-ca.crt``
+    in the cert dir (controller-runtime's ClientCAName), else None."""
+    if client_ca is not None:
+        return client_ca
+    beside = cert_dir / CLIENT_CA
+    return beside if beside.is_file() else None
 
 
 class WebhookServer:
@@ -90,19 +110,25 @@ class WebhookServer:
         cert_dir: Path,
         max_concurrent: int,
         observer: Observer | None = None,
-        host: str = "0.0.0.0",
+        host: str = "",
+        client_ca: Path | None = None,
     ) -> None:
         self._hooks = answerer
         self._observer = observer
         self._cert_dir = cert_dir
-        self._context = tls_context(cert_dir)
-        self._stamp = _stamp(cert_dir)
+        self._client_ca = client_ca
+        self._context = tls_context(cert_dir, client_ca=client_ca)
+        self._stamp = _stamp(cert_dir, client_ca=client_ca)
         self._certs_ok = True
         limits = listener.Limits(
             max_connections=MAX_CONNECTIONS,
             workers=2 * max_concurrent,
             body_timeout=10.0,
             max_body=MAX_BODY,
+            max_buffered=MAX_BUFFERED,
+            # A request waiting behind this many gets no worker before the API server
+            # gives up anyway: answered 429 at once (the hook's failurePolicy applies).
+            max_pending=2 * max_concurrent,
         )
         try:
             self._server = listener.Server(
@@ -140,6 +166,7 @@ class WebhookServer:
                 "port": self.port,
                 "paths": sorted(self._hooks.paths),
                 "cert_dir": str(self._cert_dir),
+                "client_ca": str(client_ca_path(self._cert_dir, client_ca=self._client_ca) or ""),
             },
         )
 
@@ -177,7 +204,11 @@ class WebhookServer:
             admission_request = review.decode(request.body)
         except review.ReviewError as exc:
             return listener.text(400, str(exc))
-        verdict = self._hooks.answer(served, admission_request)
+        # The API server waits timeoutSeconds from sending; it says so in the query.
+        waits = _seconds(request.query.get("timeout"))
+        hook_timeout = float(served.hook.timeout_seconds)
+        deadline = request.received + min(hook_timeout, waits or hook_timeout)
+        verdict = self._hooks.answer(served, admission_request, deadline=deadline)
         return listener.Response(
             200, review.encode(admission_request.uid, verdict), content_type="application/json"
         )
@@ -189,29 +220,44 @@ class WebhookServer:
             self.reload()
 
     def reload(self) -> bool:
-        """Load the certificates again if their files changed; False if they did not load."""
-        stamp = _stamp(self._cert_dir)
+        """Load the certificates again if their files changed; False if they did not load.
+        A new context is built and swapped in only when it loads: a broken pair (or CA)
+        leaves the old one serving."""
+        stamp = _stamp(self._cert_dir, client_ca=self._client_ca)
         if stamp == self._stamp:
             return self._certs_ok
         self._stamp = stamp
         try:
-            _load(self._context, self._cert_dir)
+            context = tls_context(self._cert_dir, client_ca=self._client_ca)
         except errors.ConfigError as exc:
             # The pair loaded before still serves; readiness says something is wrong.
             log.error("webhook certificates changed and do not load", extra={"error": str(exc)})
             self._certs_ok = False
             return False
+        self._context = context
+        self._server.use_tls(context)
         log.info("webhook certificates reloaded", extra={"cert_dir": str(self._cert_dir)})
         self._certs_ok = True
         return True
 
 
-def _stamp(cert_dir: Path) -> tuple[tuple[int, int], ...]:
+def _stamp(cert_dir: Path, *, client_ca: Path | None) -> tuple[tuple[int, int], ...]:
     found = []
-    for name in (CERT, KEY):
+    for path in (cert_dir / CERT, cert_dir / KEY, client_ca or cert_dir / CLIENT_CA):
         try:
-            info = (cert_dir / name).stat()
+            info = path.stat()
             found.append((info.st_mtime_ns, info.st_size))
         except OSError:
             found.append((0, 0))
     return tuple(found)
+
+
+def _seconds(value: str | None) -> float | None:
+    """``10s`` (the API server's ``timeout`` query) in seconds; None when absent or odd."""
+    if not value or not value.endswith("s"):
+        return None
+    try:
+        seconds = float(value[:-1])
+    except ValueError:
+        return None
+    return seconds if 0 < seconds <= 60 else None

@@ -8,6 +8,7 @@ differs (check mode, the webhook's review, the run's directory and limits).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -85,7 +86,7 @@ def _webhook(tmp_path: Path, obj: KubeObject, runner: fakes.FakeRunner) -> None:
         namespace="ns",
         name=obj["metadata"]["name"],
     )
-    answerer.answer(served, request)
+    answerer.answer(served, request, deadline=time.monotonic() + 30)
 
 
 Caller = Callable[[Path, KubeObject, fakes.FakeRunner], None]

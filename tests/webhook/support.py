@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import shutil
 import socket
 import ssl
 import urllib.request
@@ -121,9 +122,11 @@ class Served:
     ca: bytes
 
     def post(self, path: str, review: dict[str, Any]) -> dict[str, Any]:
-        """POST ``review`` to ``path`` of the runner as a caller other than the API server
-        would, trusting the serving CA; the decoded AdmissionReview answer."""
+        """POST ``review`` to ``path`` of the runner directly, with the API server's client
+        certificate (the only one it answers); the decoded AdmissionReview answer."""
         context = ssl.create_default_context(cadata=self.ca.decode())
+        pki = self.cluster.layout.pki
+        context.load_cert_chain(pki.webhook_client_cert, pki.webhook_client_key)
         request = urllib.request.Request(
             f"https://127.0.0.1:{self.port}{path}",
             data=json.dumps(review).encode(),
@@ -177,6 +180,14 @@ def served(
     )
     workdir = tmp_path_factory.mktemp("webhook")
     ca = serving_cert(workdir / "certs")
+    # The runner answers only the API server's webhook client certificate (what make run
+    # sets up): every test here also proves the API server presents it.
+    pki = cluster.layout.pki
+    assert pki.webhook_client_ca.is_file(), (
+        f"{pki.webhook_client_ca} missing: the running cluster predates webhook client "
+        "certificates; restart it (make cluster-down cluster-up)"
+    )
+    shutil.copy(pki.webhook_client_ca, workdir / "certs" / "client-ca.crt")
     port = free_port()
     operator = OperatorProcess(
         workdir=workdir,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,9 @@ def test_a_webhook_runs_denial_names_its_task_and_leaves_a_reconciles_run_alone(
         rbac=seen,
     )
     assert watch.validation is not None
-    verdict = answerer.answer(answerer.paths[watch.validation.path], REQUEST)
+    verdict = answerer.answer(
+        answerer.paths[watch.validation.path], REQUEST, deadline=time.monotonic() + 30
+    )
     assert not verdict.allowed and verdict.message == "Forbidden", f"verdict {verdict}"
 
     (entry,) = seen.snapshot()["watches"]

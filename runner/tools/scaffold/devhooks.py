@@ -12,7 +12,9 @@ instead, so before it starts the runner ``up``:
 1. reads which kinds have ``validation:`` / ``mutation:`` in watches.yaml (none: it does
    nothing, and talks to no cluster);
 2. makes a CA and a serving certificate for 127.0.0.1 in ``--cert-dir``
-   (``.cluster/webhook-certs``: ``tls.crt``, ``tls.key``, ``ca.crt``), kept while valid;
+   (``.cluster/webhook-certs``: ``tls.crt``, ``tls.key``, ``ca.crt``), kept while valid,
+   and puts ``--client-ca`` there as ``client-ca.crt`` (the embedded cluster's webhook
+   client CA: the runner then answers only the API server's client certificate);
 3. applies a ValidatingWebhookConfiguration and a MutatingWebhookConfiguration named
    ``--name`` (``make-run``), with ``clientConfig.url`` https://127.0.0.1:<port><path>
    on kubebuilder's paths, the CA as ``caBundle``, and each watch's operations, timeout
@@ -109,15 +111,31 @@ def _valid(cert_file: Path, *, host: str) -> bool:
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
-    path.write_bytes(b"")
-    path.chmod(0o600)
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
+    # Created 0600, never wider for a moment.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        os.fchmod(handle.fileno(), 0o600)  # an older file of wider mode is narrowed first
+        handle.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
         )
-    )
+
+
+def client_ca(cert_dir: Path, *, source: Path | None) -> bool:
+    """Put ``source`` (the API server's webhook client CA) in ``cert_dir`` as
+    ``client-ca.crt``, which makes the runner require the API server's client certificate;
+    without a source, remove one left from another cluster. True when one is in place."""
+    target = cert_dir / "client-ca.crt"
+    if source is None or not source.is_file():
+        target.unlink(missing_ok=True)
+        return False
+    partial = cert_dir / "client-ca.crt.part"
+    partial.write_bytes(source.read_bytes())
+    partial.replace(target)
+    return True
 
 
 def certificates(cert_dir: Path, *, host: str = "127.0.0.1") -> bytes:
@@ -257,7 +275,15 @@ def down(*, cert_dir: Path) -> None:
     marker.unlink()
 
 
-def up(*, watches_file: Path, cert_dir: Path, port: int, name: str, namespace: str | None) -> None:
+def up(
+    *,
+    watches_file: Path,
+    cert_dir: Path,
+    port: int,
+    name: str,
+    namespace: str | None,
+    api_client_ca: Path | None = None,
+) -> None:
     """Register the webhooks watches.yaml asks for (see the module's docstring)."""
     down(cert_dir=cert_dir)
     found = hooks(watches_file)
@@ -272,6 +298,8 @@ def up(*, watches_file: Path, cert_dir: Path, port: int, name: str, namespace: s
         )
         return
     ca = certificates(cert_dir)
+    if client_ca(cert_dir, source=api_client_ca):
+        print(f"webhooks answer only the API server's client certificate ({api_client_ca})")
     made = configurations(
         found, plurals=_plurals(found), ca=ca, port=port, name=name, namespace=namespace
     )
@@ -290,6 +318,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=9443)
     parser.add_argument("--name", default="make-run", help="the configurations' name")
     parser.add_argument("--namespace", default=None, help="only this namespace's objects")
+    parser.add_argument(
+        "--client-ca",
+        type=Path,
+        default=None,
+        help="the API server's webhook client CA (the embedded cluster's "
+        ".cluster/pki/webhook-client-ca.crt): only its certificates may call",
+    )
     args = parser.parse_args(argv)
     if args.action == "down":
         down(cert_dir=args.cert_dir)
@@ -300,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             port=args.port,
             name=args.name,
             namespace=args.namespace,
+            api_client_ca=args.client_ca,
         )
     return 0
 
