@@ -108,6 +108,12 @@ def _rbac_flags(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     _flag(rbac, "--role-file", default="config/rbac/role.yaml", help="the role file to compare")
     _flag(rbac, "--write", action="store_true", help="rewrite the role file with the rules")
     _flag(rbac, "--check", action="store_true", help="exit 1 on a denial or a difference")
+    _flag(
+        rbac,
+        "--grant-denied",
+        action="store_true",
+        help="ask at a terminal, rule by rule, whether to grant requests the API server denied",
+    )
     _flag(rbac, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
     _flag(rbac, "--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG, ...)")
     _flag(rbac, "--namespace", "-n", default=None, help="namespace of samples that name none")

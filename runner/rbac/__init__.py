@@ -3,7 +3,8 @@
 ``rules`` maps a request to the verb it needs and folds uses into rules in
 kubebuilder's order; ``record`` keeps, per watch and bounded, what was used and
 what the API server denied (and in which task); ``runtime`` names the runtime's
-own needs (informers, status, Events, Leases). The proxy, the watches, the
+own needs (informers, status, Events, Leases); ``names`` what a rule may name (no
+wildcard, no escapes: Kubernetes names only). The proxy, the watches, the
 reconciler and the manager feed the record; ``GET /debug/rbac`` and
 ``playbook-operator rbac`` (:mod:`runner.tools.rbac`) read it.
 

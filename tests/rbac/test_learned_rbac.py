@@ -4,13 +4,16 @@ The runner runs under a ServiceAccount's token whose Role lacks ``deployments
 patch``; the role creates a ConfigMap and patches a Deployment. The denied patch is
 named in the CR's Failure condition; ``playbook-operator rbac`` on the runner's
 ``/debug/rbac`` prints exactly the ConfigMap and Deployment rules plus the CR's own,
-reports a rule for a kind nobody touches as unused, and after ``--write`` and
-applying the file the run succeeds.
+reports the denied patch as denied and not granted, and a rule for a kind nobody
+touches as unused; ``--write`` leaves the denied patch out, ``--grant-denied`` writes
+it once the author says yes at a terminal, and after applying that file the run
+succeeds.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +24,10 @@ import yaml
 
 import devcluster
 from devcluster import accounts
+from runner import cli
 from runner.kube.client import Client
 from runner.kube.types import GVK
+from runner.tools import rbac
 from testkit import harness
 from tests.runner.support import PROBE, StartOperator, probe, wait_condition
 
@@ -140,7 +145,8 @@ def operator_account(
     )
 
 
-def test_denied_patch_is_named_then_learned_and_written(
+def test_denied_patch_is_named_then_learned_and_written(  # noqa: PLR0917 (fixtures)
+    cluster: devcluster.Cluster,
     kube: Client,
     namespace: str,
     tmp_path: Path,
@@ -184,7 +190,10 @@ def test_denied_patch_is_named_then_learned_and_written(
     tasks = {d["task"] for d in denials if d["resource"] == "deployments"}
     assert tasks == {"Label the web Deployment"}, f"expected the patching task, saw {tasks}"
 
-    shown = rbac_command("--from", str(record), "--role-file", "role.yaml", cwd=tmp_path)
+    kubeconfig = f"--kubeconfig={cluster.kubeconfig}"
+    shown = rbac_command(
+        "--from", str(record), "--role-file", "role.yaml", kubeconfig, cwd=tmp_path
+    )
     assert shown.returncode == 0, f"rbac failed: {shown.stderr}"
     derived = yaml.safe_load(shown.stdout)
     resources = [(r["apiGroups"][0], r["resources"][0]) for r in derived["rules"]]
@@ -198,16 +207,39 @@ def test_denied_patch_is_named_then_learned_and_written(
     ]
     assert resources == expected, f"expected the two rules plus the CR's own, saw {resources}"
     deployments = next(r for r in derived["rules"] if r["resources"] == ["deployments"])
-    assert deployments["verbs"] == ["get", "patch"], f"deployments: {deployments['verbs']}"
+    assert deployments["verbs"] == ["get"], f"deployments: {deployments['verbs']}"
     assert "# unused in role.yaml: core secrets get" in shown.stdout, shown.stdout
-    assert "# missing from role.yaml: apps deployments patch" in shown.stdout, shown.stdout
+    reported = (
+        f"# denied, not granted: apps deployments patch in namespace {namespace} for Probe "
+        "(task 'Label the web Deployment'); it would need Role manager-role: "
+        "apiGroups [apps], resources [deployments], verbs [patch]"
+    )
+    assert reported in shown.stdout, f"expected {reported!r} in:\n{shown.stdout}"
 
     written = rbac_command(
-        "--from", str(record), "--role-file", "role.yaml", "--write", cwd=tmp_path
+        "--from", str(record), "--role-file", "role.yaml", "--write", kubeconfig, cwd=tmp_path
     )
     assert written.returncode == 0, f"rbac --write failed: {written.stderr}"
     role = yaml.safe_load((tmp_path / "role.yaml").read_text())
+    deployments = next(r for r in role["rules"] if r["resources"] == ["deployments"])
+    assert deployments["verbs"] == ["get"], f"expected the 403 not written, saw {deployments}"
+
+    # The author grants it, asked at a terminal (cli.py's --grant-denied).
+    role_file = str(tmp_path / "role.yaml")
+    args = cli.parse(
+        ["rbac", "--from", str(record), "--role-file", role_file, "--write", kubeconfig]
+    )
+    args.grant_denied = True
+    controller, device = os.openpty()
+    os.write(controller, b"y\n")
+    with open(device, encoding="utf-8") as answers:
+        code = rbac.main(args, environ=dict(os.environ), terminal=answers)
+    os.close(controller)
+    assert code == 0, f"expected rbac --grant-denied --write to exit 0, saw {code}"
+    role = yaml.safe_load((tmp_path / "role.yaml").read_text())
     assert role["kind"] == "Role" and role["metadata"] == {"name": "manager-role"}, role
+    deployments = next(r for r in role["rules"] if r["resources"] == ["deployments"])
+    assert deployments["verbs"] == ["get", "patch"], f"expected patch granted: {deployments}"
     kube.update(ROLE, {**role, "metadata": {"name": "manager-role", "namespace": namespace}})
 
     wait_condition(

@@ -79,9 +79,12 @@ def test_a_reads_only_view_notes_reads_in_the_same_record_and_every_denial(
 ) -> None:
     seen = record.Record()
     view = seen.reads_only()
+    run = (PROBE, "ns1", "p1@request-uid")  # an admission run, as the webhooks start it
+    seen.run_started(run)
     use = rules.Use(group="", resource="configmaps", verb=verb, namespace="ns1")
-    view.used(PROBE, use)
-    view.denied(PROBE, use)
+    view.used(PROBE, use)  # a request the API server let through
+    view.used(PROBE, use)  # and one it denied
+    view.denied(PROBE, use, run=run)
     (watch,) = seen.snapshot()["watches"]
     uses = [(u["resource"], u["verb"]) for u in watch["uses"]]
     expected = [("configmaps", verb)] if kept else []

@@ -2,12 +2,16 @@
 
 Input: a running runner's record (``--from https://host:8443/debug/rbac`` with a
 bearer token, or a saved JSON file) or sample CRs run once each in preview's
-check mode (``--sample``). Output, on standard output: the ClusterRole (or Role,
-as the role file is) in kubebuilder's order, then comments naming denials, reads
-served only by the informers, and what ``--role-file`` lacks or grants unused.
-``--write`` rewrites the role file (its kind and name kept). Exit status: 0; 1
-with ``--check`` when a request was denied or the file differs; 2 when the input
-cannot be read.
+check mode (``--sample``). Every rule is checked against the cluster's API discovery
+(``--kubeconfig``) before it is printed or written. Output, on standard output: the
+ClusterRole (or Role, as the role file is) in kubebuilder's order, a Role per
+namespace for what was used only there, then comments naming denials (not granted),
+entries dropped, reads served only by the informers, and what ``--role-file`` lacks
+or grants unused. ``--write`` rewrites the role file (its kind and name kept).
+``--grant-denied`` asks at the terminal, rule by rule, whether to grant a denied
+request too. Exit status: 0; 1 with ``--check`` when a request was denied or
+dropped or the file differs; 2 when the input or API discovery cannot be read, or
+``--grant-denied`` has no terminal to ask on.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from typing import Any
 import yaml
 
 from runner.base import errors, logs
+from runner.kube import client as client_mod
+from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
-from runner.rbac import rules
+from runner.rbac import rules as rbac_rules
 from runner.tools.preview import command as preview_command
-from runner.tools.rbac import derive, sample
+from runner.tools.rbac import catalog, consent, derive, documents, sample
 
 _MAX_RECORD = 16 * 1024 * 1024  # bytes read from --from
 
@@ -37,35 +43,67 @@ class InputError(errors.ConfigError):
     """The record or the role file cannot be read."""
 
 
-def main(args: argparse.Namespace, *, environ: Mapping[str, str]) -> int:
+def main(
+    args: argparse.Namespace,
+    *,
+    environ: Mapping[str, str],
+    discovery: catalog.Fetch | None = None,
+    terminal: consent.Terminal | None = None,
+) -> int:
+    """The command; ``discovery`` (default: the kubeconfig's API server) and
+    ``terminal`` (default: standard input) are where it reads API discovery and the
+    author's answers."""
     logs.setup(fmt=logs.LogFormat.CONSOLE, level=logs.zap_level("error"))
     role_file = Path(args.role_file)
+    # cli.py's --grant-denied; absent from a parser that does not define it.
+    grant_denied = bool(args.grant_denied)
+    answers = terminal if terminal is not None else sys.stdin
     try:
+        if grant_denied:
+            consent.require(answers)  # before anything is read: nothing half done
         snapshot = _snapshot(args, environ=environ)
-        role = _read_role(role_file)
+        on_file = _read_role(role_file)
+        found = derive.derive(snapshot)
+        served = catalog.read(discovery or _discovery(args), groups=derive.groups(found))
     except (errors.PlaybookOperatorError, kube_errors.KubeError) as exc:
         print(f"playbook-operator rbac: {exc}", file=sys.stderr)
         return 2
-    found = derive.derive(snapshot)
-    diff = derive.compare(found, role) if role is not None else None
-    meta = (role or {}).get("metadata") or {}
-    text = rules.render(
-        found.rules,
-        kind=str((role or {}).get("kind") or "ClusterRole"),
-        name=str(meta.get("name") or "manager-role"),
-        notes=derive.notes(found),
-        header=derive.HEADER,
-    )
-    remarks = derive.remarks(found, diff, role_file=str(role_file))
+    found = derive.screen(found, catalog=served)
+    main_doc = on_file.main if on_file is not None else documents.Main()
+    if grant_denied:
+        found = derive.granting(found, _ask(found, main=main_doc, terminal=answers))
+    planned = documents.plan(found.uses, main=main_doc)
+    diff = documents.compare(planned, on_file) if on_file is not None else None
+    text = documents.render(planned, runtime=found.runtime, header=derive.HEADER)
+    remarks = derive.remarks(found, diff, role_file=str(role_file), main=main_doc)
     sys.stdout.write(text + "".join(f"# {line}\n" for line in remarks))
+    unsettled = bool(found.refused) or any(d.use not in found.granted for d in found.denied)
     if args.write:
         role_file.parent.mkdir(parents=True, exist_ok=True)
         role_file.write_text(text, encoding="utf-8")
         print(f"wrote {role_file}", file=sys.stderr)
-        return 1 if args.check and found.denied else 0
-    if args.check and (found.denied or (diff is not None and not diff.clean)):
+        return 1 if args.check and unsettled else 0
+    if args.check and (unsettled or (diff is not None and not diff.clean)):
         return 1
     return 0
+
+
+def _ask(
+    found: derive.Derivation, *, main: documents.Main, terminal: consent.Terminal
+) -> list[rbac_rules.Use]:
+    """The denied requests the author grants, asked on standard error."""
+    return consent.ask(
+        derive.grantable(found),
+        terminal=terminal,
+        out=sys.stderr,
+        describe=lambda use: documents.describe(use, main=main),
+    )
+
+
+def _discovery(args: argparse.Namespace) -> catalog.Fetch:
+    """GETs of the kubeconfig's API server (``--kubeconfig``, else $KUBECONFIG, ...)."""
+    client = client_mod.Client(kube_config.load(args.kubeconfig))
+    return lambda path: client.request("GET", path)
 
 
 def _snapshot(args: argparse.Namespace, *, environ: Mapping[str, str]) -> dict[str, Any]:
@@ -114,13 +152,14 @@ def _fetch(args: argparse.Namespace) -> bytes:
     return data
 
 
-def _read_role(path: Path) -> dict[str, Any] | None:
+def _read_role(path: Path) -> documents.Documents | None:
     try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        loaded = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         return None
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: {exc}") from exc
-    if not isinstance(loaded, dict):
-        raise InputError(f"{path}: not a Role or ClusterRole")
-    return loaded
+    try:
+        return documents.read(loaded)
+    except documents.RoleFileError as exc:
+        raise InputError(f"{path}: {exc}") from exc
