@@ -3,9 +3,13 @@
 :func:`devcluster.node.stop` calls these after SIGTERM to kube-proxy, kubelet and
 containerd: the containers (runc shims leave containerd's process group on purpose, so
 they outlive it), the mounts under the node's directory (network namespaces, volumes,
-root filesystems), the containers' cgroups, and the chains the kubelet writes into the
-host's iptables (kube-proxy's own go with ``kube-proxy --cleanup``). Afterwards the
-host's processes, mounts, cgroups and iptables are as they were before the node.
+root filesystems) and any other mount of the pods' network namespaces (their veths go
+with them), the containers' cgroups, and the chains the kubelet writes into the host's
+iptables (kube-proxy's own go with ``kube-proxy --cleanup``). Afterwards the host's
+processes, mounts, links, cgroups and iptables are as they were before the node.
+
+Mount points are read from /proc/self/mountinfo as bytes: a data dir's path may hold any
+byte, and a mount misread is a mount ``down`` would delete through.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -39,7 +44,8 @@ def _all_processes() -> Iterator[tuple[int, int, list[str]]]:
             continue
         try:
             stat = (entry / "stat").read_text()
-            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            # fsdecode: a socket path that is not UTF-8 still compares equal to str(path).
+            argv = [os.fsdecode(a) for a in (entry / "cmdline").read_bytes().split(b"\0")]
         except OSError:
             continue
         parent = int(stat[stat.rindex(")") + 2 :].split()[1])
@@ -53,6 +59,32 @@ def _is_our_shim(argv: list[str], socket: Path) -> bool:
     return any(flag == "-address" and value == str(socket) for flag, value in pairs)
 
 
+def _shims_and_children(paths: nodeconfig.Paths) -> set[int]:
+    """This node's runc shims and every process under them."""
+    table = list(_all_processes())
+    found = {pid for pid, _, argv in table if _is_our_shim(argv, paths.socket)}
+    grew = True
+    while grew:
+        children = {pid for pid, parent, _ in table if parent in found} - found
+        grew = bool(children)
+        found |= children
+    return found
+
+
+def _netns(pid: int | str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def container_netns(paths: nodeconfig.Paths) -> set[int]:
+    """The network namespaces (inode numbers) this node's containers are in; the host's
+    own (hostNetwork pods) left out. Read them before :func:`kill_containers`."""
+    found = {_netns(pid) for pid in _shims_and_children(paths)}
+    return {inode for inode in found if inode is not None} - {_netns("self")}
+
+
 def kill_containers(paths: nodeconfig.Paths) -> int:
     """SIGKILL every runc shim of this node's containerd and everything under them;
     return how many processes that was, once they are gone.
@@ -60,13 +92,7 @@ def kill_containers(paths: nodeconfig.Paths) -> int:
     Shims leave containerd's process group on purpose (containers outlive a containerd
     restart), so stopping containerd alone would leave every container running.
     """
-    table = list(_all_processes())
-    doomed = {pid for pid, _, argv in table if _is_our_shim(argv, paths.socket)}
-    grew = True
-    while grew:
-        children = {pid for pid, parent, _ in table if parent in doomed} - doomed
-        grew = bool(children)
-        doomed |= children
+    doomed = _shims_and_children(paths)
     for pid in doomed:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
@@ -91,23 +117,100 @@ def remove_cgroups() -> None:
             parent.rmdir()
 
 
-def mounts_under(directory: Path) -> list[str]:
-    """Mount points at or below ``directory``, deepest first."""
+#: How mountinfo escapes the four bytes that would break its fields: backslash, 3 octal digits.
+_ESCAPE = re.compile(rb"\\([0-7]{3})")
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+
+def _unescape(field: bytes) -> bytes:
+    return _ESCAPE.sub(lambda m: bytes([int(m[1], 8) & 0xFF]), field)
+
+
+def _mounts(mountinfo: bytes) -> Iterator[tuple[bytes, bytes, bytes]]:
+    """``(root, mount point, filesystem type)`` of each mountinfo line, unescaped.
+
+    The kernel writes paths as their bytes, UTF-8 or not, with only space, tab, newline
+    and backslash escaped (``\\040``, ``\\011``, ``\\012``, ``\\134``): so the file is
+    read as bytes and split on the bytes it never leaves unescaped.
+    """
+    for line in mountinfo.split(b"\n"):
+        fields = line.split(b" ")
+        if len(fields) < 5:
+            continue
+        # Optional fields (shared:1 ...) run from the 7th to a lone "-"; the type follows.
+        separator = fields.index(b"-", 6) if b"-" in fields[6:] else len(fields) - 1
+        fstype = fields[separator + 1] if separator + 1 < len(fields) else b""
+        yield _unescape(fields[3]), _unescape(fields[4]), fstype
+
+
+def mount_points(mountinfo: bytes) -> list[str]:
+    """The mount points in ``mountinfo`` (the bytes of /proc/self/mountinfo), in order,
+    as ``str`` the way every path here is (``os.fsdecode``: a byte that is not UTF-8
+    becomes a surrogate that ``umount`` gets back as the same byte)."""
+    return [os.fsdecode(point) for _, point, _ in _mounts(mountinfo)]
+
+
+def _read(mountinfo: Path) -> bytes:
     try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+        return mountinfo.read_bytes()
     except OSError:
-        return []
-    prefix = str(directory)
-    # Field 5 is the mount point, with spaces and the like octal-escaped.
-    points = [line.split()[4].encode().decode("unicode_escape") for line in lines]
-    inside = [p for p in points if p == prefix or p.startswith(prefix + "/")]
-    return sorted(set(inside), key=lambda p: p.count("/"), reverse=True)
+        return b""
+
+
+def mounts_under(directory: Path, *, mountinfo: Path = MOUNTINFO) -> list[str]:
+    """Mount points at or below ``directory``, deepest first."""
+    prefix = os.fsencode(directory)
+    inside = {
+        point
+        for _, point, _ in _mounts(_read(mountinfo))
+        if point == prefix or point.startswith(prefix + b"/")
+    }
+    return [os.fsdecode(p) for p in sorted(inside, key=lambda p: p.count(b"/"), reverse=True)]
+
+
+def netns_mounts(inodes: set[int], *, mountinfo: Path = MOUNTINFO) -> list[str]:
+    """Where the network namespaces ``inodes`` are mounted (``ip netns`` style), anywhere."""
+    wanted = {f"net:[{inode}]".encode() for inode in inodes}
+    found = [
+        os.fsdecode(point)
+        for root, point, fstype in _mounts(_read(mountinfo))
+        if fstype == b"nsfs" and root in wanted
+    ]
+    return sorted(set(found))
+
+
+def unmount_netns(inodes: set[int]) -> None:
+    """Unmount the network namespaces ``inodes`` wherever they are mounted, and remove the
+    empty file each was mounted on.
+
+    Mounted, a namespace outlives the pod's processes, and with it the pod's veth (the
+    host's end stays on the bridge). The node's containerd mounts them inside node/
+    (:attr:`devcluster.nodeconfig.Paths.netns_dir`), but one started by an older
+    devcluster, whose containerd configuration had no effect there, put them under
+    /run/netns; any mount of the namespace is found by its inode, wherever it is.
+    """
+    for point in netns_mounts(inodes):
+        ok, _ = _quietly(["umount", "--lazy", point])
+        path = Path(point)
+        # As `ip netns del`: the namespace was mounted on an empty file made for it.
+        with contextlib.suppress(OSError):
+            if ok and not os.path.ismount(path) and path.is_file() and path.stat().st_size == 0:
+                path.unlink()
+
+
+#: Passes of :func:`unmount_all`: mounts stacked on one point go one per pass.
+UNMOUNT_PASSES = 8
 
 
 def unmount_all(directory: Path) -> None:
-    for point in mounts_under(directory):
-        # Lazy: a mount a dying process still holds goes as soon as it lets go.
-        _quietly(["umount", "--lazy", point])
+    """Unmount everything at or below ``directory``, deepest first."""
+    for _ in range(UNMOUNT_PASSES):
+        left = mounts_under(directory)
+        if not left:
+            return
+        for point in left:
+            # Lazy: a mount a dying process still holds goes as soon as it lets go.
+            _quietly(["umount", "--lazy", point])
 
 
 #: The chains the kubelet writes into the host's iptables (kube-proxy --cleanup removes its own).

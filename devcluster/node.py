@@ -34,6 +34,7 @@ from devcluster import (
     apirelay,
     binaries,
     errors,
+    guard,
     health,
     images,
     layout,
@@ -42,6 +43,7 @@ from devcluster import (
     polling,
     ports,
     processes,
+    sysctls,
 )
 
 Printer = Callable[[str], None]
@@ -339,6 +341,9 @@ def _start(
     paths.write_state(state)
     _write_claim(where)
     try:
+        # Before anything of the node runs: what the host had, and no way in from outside.
+        sysctls.record()
+        guard.install()
         _ensure_bridge()
         _spawn(where, state, nodeconfig.CONTAINERD)
         _wait(
@@ -390,6 +395,14 @@ def _spawn(where: layout.Layout, state: nodeconfig.State, name: str) -> None:
     )
 
 
+def _restore_sysctls(out: Printer) -> None:
+    for each in sysctls.restore():
+        if each.error:
+            out(f"real node: could not put sysctl {each.name} back to {each.value}: {each.error}")
+        else:
+            out(f"real node: put sysctl {each.name} back to {each.value} (was {each.found})")
+
+
 def stop(*, where: layout.Layout, client: api.Api | None = None, out: Printer = print) -> None:
     """Stop this data dir's real node and remove what it made; a no-op without one.
 
@@ -406,10 +419,12 @@ def stop(*, where: layout.Layout, client: api.Api | None = None, out: Printer = 
             graceful = processes.stop(handle, timeout=10.0)
             out(f"stopped {name} (pid {handle.pid}{'' if graceful else ', killed'})")
         where.pid_file(name).unlink(missing_ok=True)
+    namespaces = leftovers.container_netns(paths)
     killed = leftovers.kill_containers(paths)
     if killed:
         out(f"real node: killed {killed} container processes")
     leftovers.unmount_all(paths.directory)
+    leftovers.unmount_netns(namespaces)
     leftovers.remove_cgroups()
     if state is not None and nodeconfig.KUBE_PROXY in state.commands:
         # Removes the KUBE-* chains kube-proxy wrote into the host's iptables.
@@ -420,6 +435,8 @@ def stop(*, where: layout.Layout, client: api.Api | None = None, out: Printer = 
         leftovers.remove_kubelet_chains()
     if _claim_owner() == where.data_dir:
         _try(["ip", "link", "del", nodeconfig.BRIDGE])
+        guard.remove()
+        _restore_sysctls(out)
         nodeconfig.CLAIM_FILE.unlink(missing_ok=True)
     if client is not None:
         apirelay.withdraw(client)

@@ -122,7 +122,8 @@ class Paths:
 
     @property
     def netns_dir(self) -> Path:
-        return self.directory / "netns"
+        """Where the CRI plugin mounts pods' network namespaces (its state dir's ``netns``)."""
+        return self.containerd_state / "io.containerd.grpc.v1.cri" / "netns"
 
     @property
     def kubelet_root(self) -> Path:
@@ -190,7 +191,9 @@ def containerd_config(paths: Paths) -> str:
             f"  restrict_oom_score_adj = {_toml(True)}",
             '  stream_server_address = "127.0.0.1"',
             '  stream_server_port = "0"',
-            f"  netns_mounts_under = {_toml(str(paths.netns_dir))}",
+            # Pods' network namespaces under the state dir (paths.netns_dir), not
+            # /run/netns: inside node/, where `down` unmounts everything.
+            f"  netns_mounts_under_state_dir = {_toml(True)}",
             "",
             f"[{cri}.containerd]",
             '  snapshotter = "overlayfs"',

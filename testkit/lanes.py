@@ -48,6 +48,7 @@ PROCESS_TESTS = (
 # The slow lane: the real node (one per machine) and the operator image (podman builds).
 LANE_TESTS = (
     "tests/cluster/test_real_node.py",
+    "tests/cluster/test_real_node_leaves_host.py",
     "tests/image/test_container.py",
     "tests/image/test_deploy_real_node.py",
 )

@@ -33,6 +33,9 @@ esac
 IMAGE="${BASE_IMAGE:-localhost/playbook-operator-base:${SUITE}-python${python}}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 PACKAGES=python3,python3-pip,python-is-python3,ca-certificates
+# debootstrap checks the suite's Release signature against Debian's archive keyring and
+# refuses to go on without it (--force-check-gpg): the mirror is plain http.
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 LABEL=io.playbook-operator.base-recipe
 
 local_cas=()
@@ -56,12 +59,23 @@ if [[ "$(id -u)" != 0 ]]; then
     exit 1
 fi
 
+if [[ ! -s "${KEYRING}" ]]; then
+    echo "base.sh: installing debian-archive-keyring (debootstrap checks signatures with it)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        debian-archive-keyring >&2 || true
+fi
+if [[ ! -s "${KEYRING}" ]]; then
+    echo "base.sh: no ${KEYRING} to check ${SUITE}'s signature: apt-get install debian-archive-keyring" >&2
+    exit 1
+fi
+
 echo "base.sh: building ${IMAGE} from ${MIRROR} ${SUITE} (debootstrap)" >&2
 work="$(mktemp -d)"
 # --one-file-system: a debootstrap that failed half-way may leave /proc or /sys mounted.
 trap 'rm -rf --one-file-system "${work}"' EXIT
 rootfs="${work}/rootfs"
-debootstrap --variant=minbase --include="${PACKAGES}" "${SUITE}" "${rootfs}" "${MIRROR}" \
+debootstrap --variant=minbase --force-check-gpg --keyring="${KEYRING}" --include="${PACKAGES}" \
+    "${SUITE}" "${rootfs}" "${MIRROR}" \
     >"${work}/debootstrap.log" 2>&1 || {
     tail -n 30 "${work}/debootstrap.log" >&2
     exit 1

@@ -31,7 +31,11 @@ SUITE=trixie
 # python3-venv brings ensurepip; gcc is not needed: the warm client (runner/warm/wire-client)
 # is built on the host and, linked against an older glibc, runs on trixie's.
 PACKAGES=python3,python3-venv,ca-certificates
-RECIPE=1
+# debootstrap checks the suite's Release signature against Debian's archive keyring and
+# refuses to go on without it (--force-check-gpg): the mirror is plain http.
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+# 2: debootstrap checks signatures; a root made before is remade.
+RECIPE=2
 
 unavailable() {
     if [[ "$(id -u)" != 0 ]]; then
@@ -40,6 +44,8 @@ unavailable() {
         echo "debootstrap is not installed (apt-get install debootstrap)"
     elif ! command -v unshare >/dev/null; then
         echo "unshare is not installed (apt-get install util-linux)"
+    elif [[ ! -s "${KEYRING}" ]] && ! command -v apt-get >/dev/null; then
+        echo "debian-archive-keyring is not installed (${KEYRING}: debootstrap checks signatures)"
     else
         return 1
     fi
@@ -74,11 +80,21 @@ recipe="$(
 if [[ "$(cat "${ROOTFS}/.recipe" 2>/dev/null)" != "${recipe}" ]]; then
     echo "root.sh: making ${ROOTFS#"${CHECKOUT}"/} from ${MIRROR} ${SUITE} (debootstrap)" >&2
     start=${SECONDS}
+    if [[ ! -s "${KEYRING}" ]]; then
+        echo "root.sh: installing debian-archive-keyring (debootstrap checks signatures with it)" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            debian-archive-keyring >&2 || true
+    fi
+    if [[ ! -s "${KEYRING}" ]]; then
+        echo "root.sh: no ${KEYRING} to check ${SUITE}'s signature: apt-get install debian-archive-keyring" >&2
+        exit 1
+    fi
     mkdir -p "${CACHE}"
     work="$(mktemp -d "${CACHE}/make.XXXXXX")"
     # --one-file-system: a debootstrap that failed half-way may leave /proc or /sys mounted.
     trap 'rm -rf --one-file-system "${work}"' EXIT
-    debootstrap --variant=minbase --include="${PACKAGES}" "${SUITE}" "${work}/root" "${MIRROR}" \
+    debootstrap --variant=minbase --force-check-gpg --keyring="${KEYRING}" \
+        --include="${PACKAGES}" "${SUITE}" "${work}/root" "${MIRROR}" \
         >"${work}/debootstrap.log" 2>&1 || {
         tail -n 30 "${work}/debootstrap.log" >&2
         exit 1
