@@ -5,16 +5,26 @@ With ``--metrics-secure`` the endpoint serves HTTPS (a certificate from
 controller-runtime does). With ``--metrics-require-rbac`` each scrape must
 carry a bearer token: the API server authenticates it (TokenReview) and
 authorizes ``get`` on the non-resource URL ``/metrics`` (SubjectAccessReview).
-Answers are cached for a minute per token, so a scraping Prometheus costs two
-API calls a minute, not two per scrape.
+``GET /debug/rbac`` from another host is checked the same way, for its own path.
 
-Random tokens must neither grow memory nor flood the API server: the cache
-holds at most :data:`CACHE_ENTRIES` verdicts (least recently used go first),
-and reviews of tokens not in it are rate limited by a token bucket
-(:data:`REVIEW_BURST`, then :data:`REVIEWS_PER_SECOND`); a scrape over the rate
-gets 429 without a review. The bucket also bounds how fast the cache can be
-refilled, so a cached scraper's verdict outlives a flood of random tokens:
-within one :data:`CACHE_SECONDS` fewer than :data:`CACHE_ENTRIES` new ones fit.
+Verdicts are cached by the token's SHA-256 (never the token), so a scraping
+Prometheus costs two API calls a minute, not two per scrape. Random tokens must
+neither grow memory, nor flood the API server, nor starve a real scraper:
+
+- tokens that passed (TokenReview and SubjectAccessReview) and tokens refused are
+  cached apart, each at most :data:`CACHE_ENTRIES` (least recently used go first),
+  so refused tokens never push a known scraper out. Within :data:`CACHE_SECONDS`
+  of its review a token is answered from the cache, from whatever client;
+- reviews of tokens in neither cache are rate limited per client (remote
+  address, :func:`runner.operations.peers.current`) by a token bucket
+  (:data:`REVIEW_BURST`, then :data:`REVIEWS_PER_SECOND`), and for all clients
+  together by a wider one (:data:`TOTAL_REVIEW_BURST`, :data:`TOTAL_REVIEWS_PER_SECOND`)
+  that a single client's bucket cannot drain. A request over its client's rate
+  gets 429 without a review; another client's is reviewed;
+- a token that passed stays known for :data:`KNOWN_SECONDS`: once its cached
+  verdict expires, its next use is reviewed again without taking from any
+  bucket, so a known scraper is never throttled, even behind the same address
+  as a flood. A refusal or a failed review forgets it.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import datetime
 import hashlib
 import ipaddress
 import logging
+import os
 import ssl
 import tempfile
 import threading
@@ -39,8 +50,17 @@ log = logging.getLogger("runner.access")
 
 CACHE_SECONDS = 60.0
 CACHE_ENTRIES = 1024
+#: How long a token that passed is remembered: reviewed again past CACHE_SECONDS,
+#: but never throttled.
+KNOWN_SECONDS = 10 * CACHE_SECONDS
+#: Reviews of unknown tokens, per client (remote address).
 REVIEW_BURST = 10
 REVIEWS_PER_SECOND = 1.0
+#: Clients whose buckets are kept (least recently seen go first: a full bucket again).
+CLIENTS = 1024
+#: Reviews of unknown tokens, all clients together: what the API server is asked at most.
+TOTAL_REVIEW_BURST = 100
+TOTAL_REVIEWS_PER_SECOND = 20.0
 
 Now = Callable[[], float]
 
@@ -49,7 +69,7 @@ class Verdict(Enum):
     ALLOWED = 200
     UNAUTHENTICATED = 401
     FORBIDDEN = 403
-    THROTTLED = 429  # too many unknown tokens lately: not reviewed
+    THROTTLED = 429  # too many unknown tokens lately from this client: not reviewed
 
 
 class TokenBucket:
@@ -72,12 +92,41 @@ class TokenBucket:
         return True
 
 
-class VerdictCache:
-    """Verdicts by token digest: at most ``size``, each for ``ttl`` seconds. Not thread-safe."""
+class ClientBuckets:
+    """One :class:`TokenBucket` per client, at most ``size`` of them. Not thread-safe.
 
-    def __init__(self, *, size: int, ttl: float, now: Now) -> None:
+    The least recently seen client's bucket goes first; it comes back full, so many
+    addresses get more reviews than one: the total bucket bounds them."""
+
+    def __init__(self, *, rate: float, burst: int, size: int, now: Now) -> None:
+        self._rate = rate
+        self._burst = burst
+        self._size = size
+        self._now = now
+        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def take(self, client: str) -> bool:
+        bucket = self._buckets.get(client)
+        if bucket is None:
+            bucket = TokenBucket(rate=self._rate, burst=self._burst, now=self._now)
+            self._buckets[client] = bucket
+            while len(self._buckets) > self._size:
+                self._buckets.popitem(last=False)
+        self._buckets.move_to_end(client)
+        return bucket.take()
+
+
+class VerdictCache:
+    """Verdicts by token digest: at most ``size``, each answered for ``ttl`` seconds and
+    remembered for ``keep`` (default ``ttl``; see :meth:`due`). Not thread-safe."""
+
+    def __init__(self, *, size: int, ttl: float, now: Now, keep: float | None = None) -> None:
         self._size = size
         self._ttl = ttl
+        self._keep = max(ttl, keep if keep is not None else ttl)
         self._now = now
         self._entries: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
 
@@ -85,14 +134,17 @@ class VerdictCache:
         return len(self._entries)
 
     def get(self, key: str) -> Verdict | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        if self._now() - entry[0] >= self._ttl:
-            del self._entries[key]
+        """The verdict, while within its ``ttl``."""
+        age = self._age(key)
+        if age is None or age >= self._ttl:
             return None
         self._entries.move_to_end(key)
-        return entry[1]
+        return self._entries[key][1]
+
+    def due(self, key: str) -> bool:
+        """Past its ``ttl`` but still remembered: to be reviewed again."""
+        age = self._age(key)
+        return age is not None and age >= self._ttl
 
     def put(self, key: str, verdict: Verdict) -> None:
         self._entries[key] = (self._now(), verdict)
@@ -100,9 +152,25 @@ class VerdictCache:
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
 
+    def forget(self, key: str) -> None:
+        self._entries.pop(key, None)
+
+    def _age(self, key: str) -> float | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        age = self._now() - entry[0]
+        if age >= self._keep:
+            del self._entries[key]
+            return None
+        return age
+
 
 class TokenAuthorizer:
-    """Decides whether a bearer token may ``get`` a non-resource path."""
+    """Decides whether a bearer token may ``get`` a non-resource path.
+
+    ``burst`` and ``rate`` are each client's; ``total_burst`` and ``total_rate`` all
+    clients'. ``cache_entries`` bounds the passed and the refused verdicts each."""
 
     def __init__(
         self,
@@ -113,19 +181,28 @@ class TokenAuthorizer:
         cache_entries: int = CACHE_ENTRIES,
         burst: int = REVIEW_BURST,
         rate: float = REVIEWS_PER_SECOND,
+        total_burst: int = TOTAL_REVIEW_BURST,
+        total_rate: float = TOTAL_REVIEWS_PER_SECOND,
+        clients: int = CLIENTS,
     ) -> None:
         self._client = client
         self._path = path
-        self._cache = VerdictCache(size=cache_entries, ttl=CACHE_SECONDS, now=now)
-        self._reviews = TokenBucket(rate=rate, burst=burst, now=now)
+        self._passed = VerdictCache(
+            size=cache_entries, ttl=CACHE_SECONDS, keep=KNOWN_SECONDS, now=now
+        )
+        self._refused = VerdictCache(size=cache_entries, ttl=CACHE_SECONDS, now=now)
+        self._reviews = ClientBuckets(rate=rate, burst=burst, size=clients, now=now)
+        self._all_reviews = TokenBucket(rate=total_rate, burst=total_burst, now=now)
         self._lock = threading.Lock()
 
     def cached(self) -> int:
-        """Verdicts held now."""
+        """Verdicts held now, passed and refused."""
         with self._lock:
-            return len(self._cache)
+            return len(self._passed) + len(self._refused)
 
-    def check(self, authorization: str | None) -> Verdict:
+    def check(self, authorization: str | None, *, client: str = "") -> Verdict:
+        """The verdict on the Authorization header of a request from ``client`` (its
+        remote address; "" when unknown, all such requests sharing one bucket)."""
         if not authorization or not authorization.startswith("Bearer "):
             return Verdict.UNAUTHENTICATED
         token = authorization[len("Bearer ") :].strip()
@@ -133,15 +210,23 @@ class TokenAuthorizer:
             return Verdict.UNAUTHENTICATED
         key = hashlib.sha256(token.encode()).hexdigest()  # never keep tokens themselves
         with self._lock:
-            cached = self._cache.get(key)
+            cached = self._passed.get(key) or self._refused.get(key)
             if cached is not None:
                 return cached
-            if not self._reviews.take():
+            # A token that passed before is reviewed again unthrottled: a flood from its
+            # own address must not lock a known scraper out.
+            if not self._passed.due(key) and not (
+                self._reviews.take(client) and self._all_reviews.take()
+            ):
                 return Verdict.THROTTLED
         verdict = self._review(token)
-        if verdict is not None:
-            with self._lock:
-                self._cache.put(key, verdict)
+        with self._lock:
+            if verdict is Verdict.ALLOWED:
+                self._passed.put(key, verdict)
+            else:
+                self._passed.forget(key)
+                if verdict is not None:
+                    self._refused.put(key, verdict)
         return verdict or Verdict.FORBIDDEN
 
     def _review(self, token: str) -> Verdict | None:
@@ -177,7 +262,9 @@ class TokenAuthorizer:
             )
         except kube_errors.KubeError as exc:
             # Fail closed: without an answer from the API server nobody is authorized.
-            log.warning("metrics authorization failed", extra={"error": str(exc)})
+            log.warning(
+                "metrics authorization failed", extra={"path": self._path, "error": str(exc)}
+            )
             return None
         allowed = bool((access.get("status") or {}).get("allowed"))
         return Verdict.ALLOWED if allowed else Verdict.FORBIDDEN
@@ -194,11 +281,17 @@ def server_context(cert_dir: str | None) -> ssl.SSLContext:
     cert, key = _self_signed()
     with tempfile.TemporaryDirectory() as tmp:
         cert_path, key_path = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-        cert_path.write_bytes(cert)
-        key_path.write_bytes(key)
-        key_path.chmod(0o600)
+        _write_new(cert_path, cert)
+        _write_new(key_path, key)
         context.load_cert_chain(cert_path, key_path)  # read now; the files can go
     return context
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """A new file only this uid reads, private from its creation whatever the umask."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags, 0o600), "wb") as handle:
+        handle.write(data)
 
 
 def _self_signed() -> tuple[bytes, bytes]:

@@ -12,7 +12,8 @@ replica is ready to take over).
 
 :func:`listen` binds an endpoint given by a ``--*-bind-address`` flag; an
 address that cannot be served stops the runner with the flag and port named.
-Every endpoint is a bounded :mod:`runner.base.listener`.
+Every endpoint is a bounded :mod:`runner.base.listener` whose workers know
+each request's remote host (:mod:`runner.operations.peers`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from runner.base import errors, listener
+from runner.operations import peers
 from runner.watch import source
 
 log = logging.getLogger("runner.health")
@@ -101,7 +103,8 @@ def serve(
     tls: ssl.SSLContext | None = None,
 ) -> listener.Server:
     # TLS handshakes happen on the listener's selector thread, never blocking accept().
-    server = listener.serve(address, app=handler, name=name, tls=tls)
+    # Its workers know each request's remote host (peers.current()).
+    server = peers.serve(address, app=handler, name=name, tls=tls)
     log.info(
         "serving",
         extra={

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from runner.base import listener
 from runner.config import sections
 from runner.kube import client as client_mod
-from runner.operations import access, health, metrics
+from runner.operations import access, health, metrics, peers
 from runner.rbac import record as rbac_record
 
 #: Where a role posts custom metrics (osdk_metric), in every run's environment.
@@ -47,15 +47,19 @@ class Servers:
         )
         authorize: metrics.Authorize | None = None
         if serving.metrics_require_rbac:
-            authorizer = access.TokenAuthorizer(client)
-            authorize = lambda header: authorizer.check(header).value  # noqa: E731
+            authorize = _authorize(access.TokenAuthorizer(client))
+        # /debug/rbac from another host: a token allowed that path, whatever the flags say.
+        rbac_authorize = _authorize(access.TokenAuthorizer(client, path=metrics.DEBUG_RBAC))
         metrics_on = serving.metrics_bind_address not in ("", "0")
         self._keep(
             health.listen(
                 flag="--metrics-bind-address",
                 address=serving.metrics_bind_address,
                 handler=metrics.exposition_handler(
-                    registry, authorize=authorize, rbac=rbac.snapshot
+                    registry,
+                    authorize=authorize,
+                    rbac=rbac.snapshot,
+                    rbac_authorize=rbac_authorize,
                 ),
                 name="metrics",
                 tls=access.server_context(serving.metrics_cert_dir or None)
@@ -91,3 +95,8 @@ class Servers:
         for server in self._servers:
             server.shutdown()
         return True
+
+
+def _authorize(authorizer: access.TokenAuthorizer) -> metrics.Authorize:
+    """The endpoint's check: ``authorizer``'s verdict, each client rate-limited apart."""
+    return lambda header: authorizer.check(header, client=peers.current()).value

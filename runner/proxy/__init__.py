@@ -35,8 +35,10 @@ to the API server byte for byte (:mod:`runner.kube.tunnel`). They end with their
 run. Only API paths are forwarded, so the operator's credentials reach its API
 server only; the listener is bounded (:mod:`runner.proxy.listener`).
 
-Read-only (``playbook-operator preview``): reads and ``dryRun=All`` writes pass;
-every other write, and every exec, attach or port-forward, is answered 403.
+Read-only (``playbook-operator preview``, ``rbac --sample``, webhook runs): an
+allow-list passes — reads of resources and API discovery, ``dryRun=All`` writes of
+resources (:func:`runner.proxy.routing.read_only_refusal`); everything else, among it
+every write, exec, attach, port-forward, ``.../proxy`` and TokenRequest, is answered 403.
 
 Inside, modules import only downward (an import-linter contract): ``server``
 (wiring) over ``handler`` (one request's HTTP) over ``exchange`` (its API side)

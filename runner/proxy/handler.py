@@ -22,7 +22,7 @@ import socket
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from runner.kube import errors as kube_errors
 from runner.kube import tunnel
@@ -81,8 +81,9 @@ def _relayed(headers: Any) -> list[tuple[str, str]]:
 
 
 def _allowed_read_only(method: str, query: Mapping[str, list[str]]) -> bool:
-    """What a read-only proxy forwards: reads, and writes the API server only dry-runs."""
-    return method in ("GET", "HEAD") or query.get("dryRun") == ["All"]
+    """The method rule of a read-only proxy (the whole allow-list, paths included, is
+    :func:`runner.proxy.routing.read_only_refusal`)."""
+    return routing.read_only_method(method, query)
 
 
 def handler_for(services: exchange.Services) -> type[BaseHTTPRequestHandler]:
@@ -157,19 +158,27 @@ def handler_for(services: exchange.Services) -> type[BaseHTTPRequestHandler]:
             ok, body = self._body()
             if not ok:
                 return
-            if services.read_only and (
-                self.headers.get("Upgrade")
-                or not _allowed_read_only(self.command, parse_qs(urlsplit(self.path).query))
-            ):
+            refusal = (
+                routing.read_only_refusal(self.command, self.path, upgrade=self._upgrading())
+                if services.read_only
+                else None
+            )
+            if refusal is not None:
                 services.audit.refuse(self.command, self.path, body)
                 services.audit.account(session, method=self.command, path=self.path)
-                message = f"read-only proxy: {self.command} {urlsplit(self.path).path} refused"
+                path = urlsplit(self.path).path
+                message = f"read-only proxy: {self.command} {path} refused: {refusal}"
                 self._send(403, _status_body(403, "Forbidden", message))
                 return
             if self.headers.get("Upgrade"):
                 self._switch(session, body)  # exec, attach, port-forward
                 return
             self._forward(session, body)
+
+        def _upgrading(self) -> bool:
+            """Whether the request asks to switch protocols (exec, attach, port-forward)."""
+            connection = {t.strip().lower() for t in self.headers.get("Connection", "").split(",")}
+            return bool(self.headers.get("Upgrade")) or "upgrade" in connection
 
         def _forward(self, session: sessions.Session, body: bytes | None) -> None:
             hit = [("Content-Type", "application/json"), ("X-Cache", "HIT")]

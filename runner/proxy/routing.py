@@ -7,7 +7,21 @@ a plain API path is forwarded (:func:`route`): anything else — ``@host/...``, 
 absolute URL, ``//host/...`` — could name another host and hand it the
 operator's credentials. The rest reads a request the way the API server does:
 whether its answer is a stream (:func:`is_stream`), and how ansible-operator
-names it in its cache lines (:func:`request_info`).
+names it in its cache lines (:func:`request_info`), and whether a read-only proxy
+forwards it (:func:`read_only_refusal`).
+
+A read-only proxy (``playbook-operator preview``, ``rbac --sample``, admission
+webhook runs) forwards an allow-list, checked on the path as the API server
+routes it (percent-decoded): GET and HEAD of API discovery (``/version``,
+``/api``, ``/apis``, ``/openapi``) and of resources, their ``status``, ``scale``
+or ``log``; and writes with ``dryRun=All`` of resources, their ``status`` or
+``scale``. Nothing else: no ``.../proxy`` (pods, services, nodes: the request
+would reach a workload or a kubelet, which ignore ``dryRun``), no ``exec``,
+``attach`` or ``portforward``, no TokenRequest (``serviceaccounts/<name>/token``)
+or TokenReview, no other non-resource path (``/logs``, ``/metrics``...), no
+protocol upgrade. Secrets stay readable: the run of a role the reconciles run
+reads what those read, and a preview that could not would not show the role's
+real path.
 
 Pure functions of the request: imports nothing else of the proxy.
 """
@@ -26,6 +40,14 @@ _TOKEN = re.compile(r"[A-Za-z0-9_-]+")  # secrets.token_urlsafe's alphabet
 # "@host" cannot become one), printable ASCII without "#" or a backslash (which some
 # parsers read as a slash).
 _API_PATH = re.compile(r"/(?:[A-Za-z.][!-~]*)?")
+# API discovery: what clients read before any request (kubernetes.core, kubectl).
+_DISCOVERY = re.compile(r"/(?:version|openapi(?:/.*)?|apis?(?:/[^/]+){0,2})/?")
+#: Of a resource, what a read-only proxy forwards: reads of these subresources ("": the
+#: object or the collection itself), dry-run writes of those.
+READ_ONLY_READS = frozenset({"", "status", "scale", "log"})
+READ_ONLY_DRY_RUNS = frozenset({"", "status", "scale"})
+#: Never forwarded by a read-only proxy, even dry-run: credentials minted or checked.
+_CREDENTIALS = frozenset({("authentication.k8s.io", "tokenreviews")})
 
 
 class BadTargetError(ValueError):
@@ -83,6 +105,13 @@ def _is_watch_path(path: str) -> bool:
     )
 
 
+def _unwatched(path: str) -> str:
+    """A deprecated watch path as the resource path it watches."""
+    parts = path.split("/")
+    del parts[3 if parts[1] == "api" else 4]
+    return "/".join(parts)
+
+
 def request_info(url: SplitResult, target: paths.Target | None) -> dict[str, object]:
     """A GET as ansible-operator's "Skipping cache lookup" line names it: Kubernetes'
     RequestInfo, field for field, so log queries built on that line keep matching."""
@@ -103,3 +132,41 @@ def request_info(url: SplitResult, target: paths.Target | None) -> dict[str, obj
         "Name": target.name,
         "Parts": parts,
     }
+
+
+def dry_run(query: Mapping[str, list[str]]) -> bool:
+    """Whether the API server only dry-runs the request: exactly one ``dryRun=All``."""
+    return query.get("dryRun") == ["All"]
+
+
+def read_only_method(method: str, query: Mapping[str, list[str]]) -> bool:
+    """The method rule of a read-only proxy: reads, and writes the API server only dry-runs."""
+    return method in ("GET", "HEAD") or dry_run(query)
+
+
+def read_only_refusal(method: str, target: str, *, upgrade: bool) -> str | None:
+    """Why a read-only proxy does not forward ``method`` ``target`` (an API path and
+    query, as :func:`route` returns it); None when it does (see the module doc)."""
+    if upgrade:
+        return "exec, attach and port-forward are not forwarded"
+    url = urlsplit(target)
+    reading = method in ("GET", "HEAD")
+    if not read_only_method(method, parse_qs(url.query)):
+        return "only reads and dryRun=All writes are forwarded"
+    path = unquote(url.path)  # what the API server routes: %2F is a slash to it
+    watching = _is_watch_path(path)
+    if watching and not reading:
+        return "watch paths are read only"
+    resource = paths.parse_path(_unwatched(path) if watching else path)
+    if resource is None:
+        if reading and _DISCOVERY.fullmatch(path):
+            return None
+        return "of non-resource paths, only API discovery is forwarded"
+    if resource.plural == "proxy" or resource.subresource.split("/")[0] == "proxy":
+        return "proxy subresources are not forwarded"
+    if (resource.group, resource.plural) in _CREDENTIALS:
+        return f"{resource.plural} are not forwarded"
+    allowed = READ_ONLY_READS if reading else READ_ONLY_DRY_RUNS
+    if resource.subresource not in allowed:
+        return f"{resource.plural}/{resource.subresource} is not forwarded"
+    return None

@@ -38,7 +38,9 @@ class OwnerProxy:
     ``read_only`` (``playbook-operator preview``): reads pass; every write is answered
     403 and kept in :attr:`refused` — except a write with ``dryRun=All``, which the API
     server validates and answers without persisting anything (kubernetes.core sends
-    its writes so in check mode). Exec, attach and port-forward are refused too.
+    its writes so in check mode). Exec, attach, port-forward, ``.../proxy``
+    subresources, TokenRequests and non-resource paths but discovery are refused too,
+    even as reads or dry runs (:func:`runner.proxy.routing.read_only_refusal`).
     """
 
     def __init__(

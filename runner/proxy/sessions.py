@@ -28,6 +28,8 @@ from runner.proxy import ownership, routing
 log = logging.getLogger("runner.proxy")
 
 ObjectKey = tuple[GVK, str, str]  # kind, namespace ("" if cluster-scoped), name
+#: A run's kubeconfig: a new file, never an existing one, never through a link.
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass
@@ -50,8 +52,9 @@ class Sessions:
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
+        # Per-run kubeconfigs hold live tokens: mkdtemp makes the directory 0700, and each
+        # file is created 0600 (never widened and narrowed after), whatever the umask.
         self._dir = Path(tempfile.mkdtemp(prefix="playbook-operator-proxy-"))
-        os.chmod(self._dir, 0o700)  # per-run kubeconfigs hold live tokens
 
     def get(self, token: str) -> Session | None:
         with self._lock:
@@ -86,7 +89,7 @@ class Sessions:
             ],
             "current-context": "run",
         }
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, _NEW_FILE, 0o600)
         with os.fdopen(fd, "w") as handle:
             yaml.safe_dump(kubeconfig, handle)
         session = Session(owner=owner)

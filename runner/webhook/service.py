@@ -6,13 +6,22 @@ them. Built only when some watch has a ``validation:`` or ``mutation:`` entry.
 With the runner's RBAC record, the runs' reads and the API's 403s go into it under
 their kind's watch, as reconciles' do (the writes the proxy refuses do not: they
 never reach the API server).
+
+Each admission run has a private data dir under ``<runner-dir>/.webhook/run-*``,
+removed when it ends; a runner killed mid-run leaves its dirs behind (extra vars
+with the request's object, artifacts). :func:`build` purges them first: the runner
+dir is this process's alone (``--runner-dir`` is claimed with a lock), so no run
+of another runner is in there.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import shutil
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from runner import proxy
 from runner.ansible import launch
@@ -66,6 +75,7 @@ def build(
     Raises :class:`~runner.base.errors.ConfigError` when the certificates are missing
     and :class:`~runner.base.errors.ListenError` when the port cannot be bound.
     """
+    purge_leftovers(settings.ansible.runner_dir / hooks.RUNS_DIR)
     if not hooks.served(settings.watches):
         return None
     if not settings.webhooks.enabled:
@@ -92,8 +102,9 @@ def build(
         listener = server.WebhookServer(
             answerer=answerer,
             port=settings.webhooks.port,
-            host=settings.webhooks.host or "0.0.0.0",
+            host=settings.webhooks.host,
             cert_dir=settings.webhooks.cert_dir,
+            client_ca=settings.webhooks.client_ca,
             max_concurrent=settings.webhooks.max_concurrent,
             observer=observer,
         )
@@ -101,6 +112,29 @@ def build(
         read_only.shutdown()
         raise
     return Webhooks(read_only=read_only, listener=listener, answerer=answerer)
+
+
+def purge_leftovers(runs_dir: Path) -> int:
+    """Remove the ``run-*`` entries an earlier runner left in ``runs_dir`` (its webhook
+    runs' private data dirs); how many. Links are removed, never followed."""
+    if runs_dir.is_symlink():
+        return 0  # not the runner's own directory: left alone
+    try:
+        with os.scandir(runs_dir) as found:
+            entries = [entry for entry in found if entry.name.startswith("run-")]
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)  # never follows a link inside
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+    if entries:
+        log.info(
+            "leftover webhook runs removed", extra={"runs": len(entries), "dir": str(runs_dir)}
+        )
+    return len(entries)
 
 
 def reloadable(

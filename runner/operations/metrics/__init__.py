@@ -19,6 +19,7 @@ from runner.metrics.exposition import exposition, go_float
 from runner.metrics.registry import GO_DEFAULT_BUCKETS
 from runner.operations.metrics.endpoint import (
     CUSTOM_LIMITS,
+    DEBUG_RBAC,
     Authorize,
     custom_handler,
     exposition_handler,
@@ -29,6 +30,7 @@ from runner.reconcile.metrics import RECONCILE_TIME_BUCKETS, RUNTIME_RESULTS
 
 __all__ = [
     "CUSTOM_LIMITS",
+    "DEBUG_RBAC",
     "GO_DEFAULT_BUCKETS",
     "RECONCILE_TIME_BUCKETS",
     "RUNTIME_RESULTS",

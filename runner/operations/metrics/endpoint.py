@@ -5,6 +5,14 @@ Both are :class:`runner.base.listener.App` s served by the bounded listener. Wit
 (:class:`runner.operations.access.TokenAuthorizer`), run on the request's
 ``Authorization`` header before anything else is read. What ``/metrics`` answers is
 :func:`runner.metrics.exposition.exposition` of the runtime's one registry.
+
+``GET /debug/rbac`` (the RBAC record) tells which APIs the operator's runs use and
+which their RBAC lacked: a loopback client (``playbook-operator rbac --from
+http://127.0.0.1:8080/debug/rbac`` on the host, or through ``kubectl port-forward``)
+is checked as for ``/metrics``; any other must carry a token allowed to ``get`` the
+non-resource URL ``/debug/rbac`` itself (``rbac_authorize``), whatever
+``--metrics-require-rbac`` says. The client's address is
+:func:`runner.operations.peers.current`: unknown counts as not loopback.
 """
 
 from __future__ import annotations
@@ -17,9 +25,13 @@ from typing import Any, Protocol
 from runner.base import listener
 from runner.metrics import exposition as exposition_mod
 from runner.metrics import registry as registry_mod
+from runner.operations import peers
 
 #: Given the request's Authorization header, the HTTP status to answer with (200: serve).
 Authorize = Callable[[str | None], int]
+
+#: The RBAC record's path on the metrics listener.
+DEBUG_RBAC = "/debug/rbac"
 
 #: Roles' payloads are a name, a description and one value or observation.
 CUSTOM_LIMITS = listener.Limits(max_body=64 * 1024)
@@ -43,14 +55,22 @@ def exposition_handler(
     *,
     authorize: Authorize | None = None,
     rbac: Callable[[], dict[str, Any]] | None = None,
+    rbac_authorize: Authorize | None = None,
+    peer: Callable[[], str] = peers.current,
 ) -> listener.App:
-    """GET /metrics, and with ``rbac`` GET /debug/rbac (the RBAC record as JSON); with
-    ``authorize``, the token is checked before anything else is read, for both."""
+    """GET /metrics, and with ``rbac`` GET /debug/rbac (the RBAC record as JSON).
+
+    Checked before anything else is read: /metrics, and /debug/rbac from a loopback
+    ``peer``, with ``authorize`` (None: served); /debug/rbac from any other client
+    with ``rbac_authorize`` (None: as /metrics — the runtime always passes one)."""
+
+    def debug(request: listener.Request) -> bool:
+        return rbac is not None and request.path == DEBUG_RBAC
 
     def handle(request: listener.Request) -> listener.Response:
         if request.method != "GET":
             return listener.text(405, "method not allowed")
-        if rbac is not None and request.path == "/debug/rbac":
+        if rbac is not None and debug(request):
             return _json(200, rbac())
         if not request.path.startswith("/metrics"):
             return listener.text(404, "not found")
@@ -60,17 +80,19 @@ def exposition_handler(
             content_type=registry_mod.CONTENT_TYPE,
         )
 
-    check: listener.Authorize | None = None
-    if authorize is not None:
+    def check(request: listener.Request) -> listener.Response | None:
         decide = authorize
+        if rbac_authorize is not None and debug(request) and not peers.is_loopback(peer()):
+            decide = rbac_authorize
+        if decide is None:
+            return None
+        code = decide(request.headers.get("authorization"))
+        if code == 200:
+            return None
+        return listener.text(code, http.HTTPStatus(code).phrase.lower())
 
-        def check(request: listener.Request) -> listener.Response | None:
-            code = decide(request.headers.get("authorization"))
-            if code == 200:
-                return None
-            return listener.text(code, http.HTTPStatus(code).phrase.lower())
-
-    return listener.App(handle=handle, authorize=check)
+    checked = authorize is not None or (rbac is not None and rbac_authorize is not None)
+    return listener.App(handle=handle, authorize=check if checked else None)
 
 
 def custom_handler(metrics: CustomSink) -> listener.App:

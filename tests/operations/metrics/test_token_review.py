@@ -63,7 +63,8 @@ def test_the_cache_stays_within_its_bound_and_keeps_a_known_scraper() -> None:
     for _ in range(2000):
         clock.now += 0.01  # 100 random tokens a second for 20 s
         check.check(f"Bearer {secrets.token_hex(16)}")
-        assert check.cached() <= 50, f"expected at most 50 cached verdicts, saw {check.cached()}"
+        # 50 passed and 50 refused at most: the two caches are bounded apart.
+        assert check.cached() <= 100, f"expected at most 100 cached verdicts, saw {check.cached()}"
         if _ % 100 == 0:
             check.check(f"Bearer {GOOD}")  # a scrape now and then keeps it recently used
     assert api.token_reviews - reviews <= 5 + 10 * 20 + 1, (
