@@ -14,6 +14,8 @@
     ├── ReconcileError           one reconcile could not be carried out; the
     │   │                        controller logs it and retries with backoff
     │   ├── AnsibleLaunchError   ansible-runner could not be started at all
+    │   ├── StatusSubresourceMissing  the CRD has no status subresource: status
+    │   │                        goes through the object (runner.reconcile.progress)
     │   ├── UnsafeVariablesError the extra vars would not reach Ansible as plain
     │   │                        data (a type tag, bad UTF-8, too deep): not
     │   │                        written (:mod:`runner.ansible.guard`)
@@ -87,6 +89,10 @@ class ReconcileError(PlaybookOperatorError):
 
 class AnsibleLaunchError(ReconcileError):
     """ansible-runner could not be started (bad private data dir, missing role...)."""
+
+
+class StatusSubresourceMissing(ReconcileError):  # noqa: N818 (a state, not a failure)
+    """The object is there but its kind has no status subresource."""
 
 
 class UnsafeVariablesError(ReconcileError):

@@ -96,6 +96,10 @@ class Exchange:
         marks, target, resource = self._services.marks, self.target, self.resource
         if marks is None or not target or not resource or not body or target.subresource:
             return body, headers
+        if "get" not in resource.verbs:
+            # A kind the API server never stores (SelfSubjectAccessReview, TokenReview...):
+            # it refuses any metadata it did not expect, and nothing is there to collect.
+            return body, headers
         owner = self._session.owner
         if self._method == "POST" and not target.name:
             body = marks.on_create(owner, target, resource, body)

@@ -17,6 +17,7 @@ which may start, so that across replicas, too, one object runs in one place.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -115,9 +116,11 @@ class Controller:
         self.workers = workers
         self._observer = observer
         self._threads: list[threading.Thread] = []
-        # Worker thread → time.monotonic() its current key was taken (the liveness check).
+        # Worker thread → time.monotonic() its current key was taken (the liveness check);
+        # infinity while it waits for a run slot, which is not the reconcile's own time.
         self._busy: dict[int, float] = {}
         self._busy_lock = threading.Lock()
+        reconciler.on_slot_wait = self._slot_wait
 
     @property
     def name(self) -> str:
@@ -187,6 +190,14 @@ class Controller:
         """``time.monotonic()`` at which each key a worker holds now was taken."""
         with self._busy_lock:
             return list(self._busy.values())
+
+    def _slot_wait(self, waiting: bool) -> None:
+        """The calling worker waits for a run slot (left out of liveness), or got one (its
+        reconcile's clock starts again)."""
+        with self._busy_lock:
+            worker = threading.get_ident()
+            if worker in self._busy:
+                self._busy[worker] = math.inf if waiting else time.monotonic()
 
     def stop(self, *, timeout: float) -> bool:
         """Stop taking work; wait up to ``timeout`` for running reconciles. True if all ended."""

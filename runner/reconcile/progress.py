@@ -13,6 +13,7 @@ a CR deleted and re-created during a run never gets that run's result.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +27,8 @@ from runner.kube.types import GVK, KubeObject
 from runner.queue import trigger
 from runner.reconcile import startup
 from runner.status import conditions, recorder
+
+log = logging.getLogger("runner.reconcile")
 
 Transition = Callable[[list[conditions.Condition]], list[conditions.Condition]]
 
@@ -52,6 +55,9 @@ class Progress:
         self._gvk = gvk
         self._recorder = events
         self._children = children  # what each run touched: the record a restart checks
+        # "status"; "" once a 404 from /status for an object that is there showed the kind
+        # has none (a CRD that gains one later needs a restart of the runner).
+        self._subresource = "status"
 
     def refused(self, obj: KubeObject, *, watch: watches.Watch, message: str) -> None:
         """The CR cannot run as it is (an unparsable annotation): Failure for this generation."""
@@ -66,6 +72,16 @@ class Progress:
         """Paused=True: the CR is not reconciled until the annotation goes."""
         if watch.manage_status:
             self.write(obj, lambda c: conditions.mark_paused(c, now=_now()))
+
+    def waiting(self, obj: KubeObject, *, watch: watches.Watch) -> None:
+        """Reconciling=True, WaitingForSlot: the run is queued behind --max-concurrent-runs
+        (Running comes when it has its slot). Best effort: the wait goes on regardless."""
+        if not watch.manage_status:
+            return
+        try:
+            self.write(obj, lambda c: conditions.mark_waiting(c, now=_now()), current=obj)
+        except (errors.ReconcileError, kube_errors.KubeError) as exc:
+            log.debug("could not write WaitingForSlot", extra={"error": str(exc)})
 
     def running(
         self, obj: KubeObject, *, watch: watches.Watch, why: trigger.Trigger
@@ -154,19 +170,40 @@ class Progress:
         current: KubeObject | None = None,
         fields: Mapping[str, object] | None = None,
     ) -> KubeObject | None:
-        """One conditions update of ``obj``'s status; None when the CR is gone (or another)."""
+        """One conditions update of ``obj``'s status; None when the CR is gone (or another).
+
+        A kind without the status subresource gets its status through the object itself,
+        said once in the log: known from the first 404 of ``/status`` for an object that
+        is there (:func:`runner.status.conditions.write` reads it again to tell)."""
         meta = obj["metadata"]
-        return conditions.write(
-            self._client,
-            gvk=self._gvk,
-            namespace=meta.get("namespace") or "",
-            name=meta["name"],
-            conditions_update=transition,
-            observed_generation=observed,
-            current=current,
-            uid=meta.get("uid"),
-            fields=fields,
-        )
+
+        def once(subresource: str) -> KubeObject | None:
+            return conditions.write(
+                self._client,
+                gvk=self._gvk,
+                namespace=meta.get("namespace") or "",
+                name=meta["name"],
+                conditions_update=transition,
+                observed_generation=observed,
+                current=current,
+                uid=meta.get("uid"),
+                fields=fields,
+                subresource=subresource,
+                seen=obj,
+            )
+
+        try:
+            return once(self._subresource)
+        except errors.StatusSubresourceMissing:
+            if not self._subresource:
+                raise
+            self._subresource = ""
+            log.warning(
+                "no status subresource: status is written through the object, and each "
+                "write bumps its generation (reconciles are not triggered by it)",
+                extra={"gvk": str(self._gvk)},
+            )
+            return once(self._subresource)
 
     def _children_fields(
         self, meta: Mapping[str, object], *, result: launch.RunResult, finalizing: bool

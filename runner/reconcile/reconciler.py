@@ -125,6 +125,9 @@ class Reconciler:
     ) -> None:
         self.watch = watch
         self.gvk = watch.gvk
+        # Told when a reconcile starts and stops waiting for a run slot (the controller's
+        # liveness clock leaves the wait out).
+        self.on_slot_wait: Callable[[bool], None] = _ignore
         self._client = client
         self._cache = cache
         self._tuning = tuning.Tuning(reconcile=reconcile, ansible=ansible, events=events)
@@ -214,28 +217,36 @@ class Reconciler:
             raise errors.ReconcileError(message) from exc
         verbosity = self._tuning.verbosity(obj, watch=watch, log=log)
         artifacts = self._tuning.artifacts(obj, watch=watch, log=log)
-        started = self._progress.running(obj, watch=watch, why=why)
-        if started is None:
-            log.info("object deleted (or re-created) before its run; not running it")
-            return Result()
-        ident = plan.new_ident()  # the artifacts' dir; ansible-operator logs it as job
-        log = logs.bind(log, job=ident)
-        try:
-            result = self._ansible.run(
-                obj,
-                watch=watch,
-                ident=ident,
-                log=log,
-                finalizing=finalizing,
-                verbosity=verbosity,
-                artifacts=artifacts,
-                why=why,
-            )
-        except Exception as exc:
-            # Whatever stops the run step (a launch error, a full disk, a bug) must not
-            # leave Running=True behind: Failure with the reason, then backoff.
-            message = self._progress.run_step_failed(obj, exc, watch=watch, log=log)
-            raise errors.ReconcileError(message) from exc
+
+        def waiting(now_waiting: bool) -> None:
+            # The wait is not the reconcile's time (liveness), and not a run (status).
+            self.on_slot_wait(now_waiting)
+            if now_waiting:
+                self._progress.waiting(obj, watch=watch)
+
+        with self._ansible.slot(log=log, waiting=waiting):
+            started = self._progress.running(obj, watch=watch, why=why)
+            if started is None:
+                log.info("object deleted (or re-created) before its run; not running it")
+                return Result()
+            ident = plan.new_ident()  # the artifacts' dir; ansible-operator logs it as job
+            log = logs.bind(log, job=ident)
+            try:
+                result = self._ansible.run(
+                    obj,
+                    watch=watch,
+                    ident=ident,
+                    log=log,
+                    finalizing=finalizing,
+                    verbosity=verbosity,
+                    artifacts=artifacts,
+                    why=why,
+                )
+            except Exception as exc:
+                # Whatever stops the run step (a launch error, a full disk, a bug) must not
+                # leave Running=True behind: Failure with the reason, then backoff.
+                message = self._progress.run_step_failed(obj, exc, watch=watch, log=log)
+                raise errors.ReconcileError(message) from exc
         self._ansible.report(result, meta=meta, log=log)
         self._progress.finished(obj, result, watch=watch, started=started, finalizing=finalizing)
         if result.failed:
@@ -248,3 +259,7 @@ class Reconciler:
         if result.requeue_after is not None:
             return Result(requeue_after=result.requeue_after, requested=True)
         return Result(requeue_after=period)
+
+
+def _ignore(waiting: bool) -> None:
+    """No one to tell of slot waits."""

@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import shutil
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -84,19 +84,16 @@ class AnsibleStep:
         built = self._builder.variables(obj, watch=watch, finalizer_vars=finalizer_vars)
         if not built.clean:
             self._report_withheld(obj, built, log=log)
-        with (
-            self._builder.open(
-                owner=obj,
-                content=content,
-                variables=built.variables,
-                private_data_dir=self.private_dir(meta.get("namespace") or "", meta["name"]),
-                verbosity=verbosity,
-                ident=ident,
-                rotate_artifacts=artifacts,
-                timeout=self._timeout(watch),
-            ) as spec,
-            self._run_slot(log=log),
-        ):
+        with self._builder.open(
+            owner=obj,
+            content=content,
+            variables=built.variables,
+            private_data_dir=self.private_dir(meta.get("namespace") or "", meta["name"]),
+            verbosity=verbosity,
+            ident=ident,
+            rotate_artifacts=artifacts,
+            timeout=self._timeout(watch),
+        ) as spec:
             result = self._run_recorded(spec, obj=obj, log=log)
         if self.on_run is not None:
             self.on_run(
@@ -201,14 +198,18 @@ class AnsibleStep:
             )
 
     @contextlib.contextmanager
-    def _run_slot(self, *, log: logs.BoundLogger) -> Iterator[None]:
-        """One of --max-concurrent-runs' slots for the length of the Ansible run."""
+    def slot(self, *, log: logs.BoundLogger, waiting: Callable[[bool], None]) -> Iterator[None]:
+        """One of ``--max-concurrent-runs``' slots, held by the caller around the Running
+        write and the run. When none is free, ``waiting(True)`` before the wait and
+        ``waiting(False)`` once the slot is taken."""
         if self._run_slots is None:
             yield
             return
         if not self._run_slots.acquire(blocking=False):
             log.debug("waiting for a run slot (--max-concurrent-runs)")
+            waiting(True)
             self._run_slots.acquire()
+            waiting(False)
         try:
             yield
         finally:

@@ -18,6 +18,8 @@ phase               conditions
 ``mark_failed``     Running→False; Failure{True, Failed, message,
                     ansibleResult}; Successful{False, "", ""}
 ``mark_error``      Running→False; Successful→False; Failure{True, Failed, msg}
+``mark_waiting``    Reconciling{True, WaitingForSlot} (ours: a run queued behind
+                    ``--max-concurrent-runs``; removed by ``mark_running``)
 ==================  =========================================================
 
 Known wart, kept on purpose: ``mark_running`` flips Successful to False for the
@@ -56,6 +58,9 @@ Condition = dict[str, Any]
 RUNNING = "Running"
 SUCCESSFUL = "Successful"
 FAILURE = "Failure"
+RECONCILING = "Reconciling"  # kstatus' condition: here only while waiting for a run slot
+REASON_WAITING = "WaitingForSlot"
+MESSAGE_WAITING = "Waiting for a run slot (--max-concurrent-runs)"
 
 REASON_RUNNING = "Running"
 REASON_SUCCESSFUL = "Successful"
@@ -109,7 +114,8 @@ def mark_running(
 ) -> list[Condition]:
     """Before Ansible starts; ``why`` (the run's trigger) follows operator-sdk's message in
     parentheses, so a message match on its prefix still holds: the reason is unchanged."""
-    out = copy.deepcopy(list(conditions))
+    # The wait for a run slot is over (mark_waiting): its condition goes.
+    out = [c for c in copy.deepcopy(list(conditions)) if c.get("type") != RECONCILING]
     successful = _find(out, SUCCESSFUL)
     if successful is not None:
         out = _set(out, {**successful, "status": "False"}, now=now)
@@ -121,6 +127,16 @@ def mark_running(
             reason=REASON_RUNNING,
             message=f"{MESSAGE_RUNNING} ({why})" if why else MESSAGE_RUNNING,
         ),
+        now=now,
+    )
+
+
+def mark_waiting(conditions: Sequence[Condition], *, now: datetime) -> list[Condition]:
+    """Queued behind ``--max-concurrent-runs``: Reconciling{True, WaitingForSlot}; Running
+    is not written until the run has its slot (mark_running removes this one)."""
+    return _set(
+        copy.deepcopy(list(conditions)),
+        _new(RECONCILING, status="True", reason=REASON_WAITING, message=MESSAGE_WAITING),
         now=now,
     )
 
@@ -261,6 +277,8 @@ def write(
     current: KubeObject | None = None,
     uid: str | None = None,
     fields: Mapping[str, Any] | None = None,
+    subresource: str = "status",
+    seen: KubeObject | None = None,
 ) -> KubeObject | None:
     """Apply ``conditions_update`` to the live object's conditions and patch its status.
 
@@ -290,6 +308,13 @@ def write(
     shares it). The uid is not sent: the status subresource ignores all of
     ``metadata`` but ``resourceVersion`` (a ``metadata.uid`` there is neither
     checked nor applied; measured on the embedded cluster, v1.36).
+
+    ``subresource=""``: a CRD without the status subresource, whose status is written
+    through the object itself. There any status change bumps ``metadata.generation``, so
+    when the object's spec is still the one the run saw (``seen``), the generation the
+    write will produce is the one observed. A 404 from the status subresource is never
+    read as "gone": the object is read again, and if it is there,
+    :class:`~runner.base.errors.StatusSubresourceMissing` is raised.
     """
     attempt = 0
     while True:
@@ -312,22 +337,28 @@ def write(
         conditions = conditions_update(copy.deepcopy(before))
         patch: dict[str, Any] = {"conditions": conditions}
         patch.update(fields or {})
-        if observed_generation is not None:
-            patch["observedGeneration"] = observed_generation
+        observed = observed_generation
+        same_spec = subresource == "" and seen is not None and _content(live) == _content(seen)
+        if same_spec and observed is not None:
+            observed = live_meta.get("generation", observed)  # only status moved since
         unchanged = all(status.get(k) == v for k, v in (fields or {}).items()) and (
             conditions == (raw or [])
         )
-        unchanged = unchanged and (
-            observed_generation is None or status.get("observedGeneration") == observed_generation
-        )
+        unchanged = unchanged and (observed is None or status.get("observedGeneration") == observed)
+        if same_spec and observed is not None and not unchanged:
+            observed += 1  # this write's own status change bumps the generation
+        if observed is not None:
+            patch["observedGeneration"] = observed
         if unchanged and fresh:
             return live
         body = {"metadata": {"resourceVersion": live_meta.get("resourceVersion")}, "status": patch}
         try:
             return client.patch(
-                gvk, name=name, namespace=namespace, body=body, subresource="status"
+                gvk, name=name, namespace=namespace, body=body, subresource=subresource
             )
         except kube_errors.NotFoundError:
+            if subresource == "status":
+                _raise_if_there(client, gvk=gvk, namespace=namespace, name=name, uid=uid)
             return None
         except kube_errors.ConflictError as exc:
             if attempt >= retries:
@@ -336,3 +367,23 @@ def write(
                     f"status of {gvk.kind} {where}: still conflicting after {retries} retries"
                 ) from exc
             attempt += 1
+
+
+def _raise_if_there(
+    client: StatusClient, *, gvk: GVK, namespace: str | None, name: str, uid: str | None
+) -> None:
+    """After a 404 from the status subresource: nothing when the object is gone (or
+    another), else :class:`~runner.base.errors.StatusSubresourceMissing` (its CRD has none)."""
+    try:
+        live = client.get(gvk, name=name, namespace=namespace)
+    except kube_errors.NotFoundError:
+        return
+    if uid is not None and (live.get("metadata") or {}).get("uid") != uid:
+        return
+    raise errors.StatusSubresourceMissing(f"{gvk.kind} has no status subresource")
+
+
+def _content(obj: KubeObject) -> dict[str, Any]:
+    """What a run reconciles: all but metadata and status (on a CRD without a status
+    subresource, a change to any of it, status included, bumps the generation)."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}

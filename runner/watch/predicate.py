@@ -2,7 +2,8 @@
 
 Primary custom resources trigger on create and delete, and on updates only when
 ``metadata.generation`` changed (the spec), or on every update for kinds that
-have no generation (e.g. Secret). With ``watchAnnotationsChanges`` an
+have no generation (e.g. Secret), and not when only status moved (a kind without the
+status subresource bumps its generation on status writes). With ``watchAnnotationsChanges`` an
 annotation change also triggers. The watch's label selector applies to all of
 them. Status-only and label-only updates never trigger, so the runner's own
 status writes cannot loop.
@@ -67,7 +68,15 @@ def generation_changed(event: Event) -> bool:
     if not new_gen:
         # No generation: every update counts (NoGeneration predicate).
         return True
-    return new_gen != old_gen
+    if new_gen == old_gen:
+        return False
+    # A kind without the status subresource bumps the generation on status writes too
+    # (the runner's own): those are not a change to reconcile.
+    return _content(event.obj) != _content(event.old)
+
+
+def _content(obj: KubeObject) -> dict[str, object]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
 def annotations_changed(event: Event) -> bool:

@@ -25,6 +25,7 @@ def probe(generation: int, **meta: Any) -> KubeObject:
         "apiVersion": PROBE.api_version,
         "kind": PROBE.kind,
         "metadata": {"name": "p", "namespace": "ns", "generation": generation, **meta},
+        "spec": {"revision": generation},  # a new generation is a new spec
     }
 
 

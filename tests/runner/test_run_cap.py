@@ -94,3 +94,42 @@ def test_two_kinds_never_run_at_once_under_a_cap_of_one(
             f"expected runs one at a time, but {second} started {end - start:.2f}s "
             f"before {first} ended"
         )
+
+
+def test_a_cr_waiting_for_a_slot_shows_waiting_not_running(
+    kube: Client, namespace: str, start_operator: StartOperator
+) -> None:
+    operator = start_operator(probe_watches(), args=("--max-concurrent-runs=1",))
+    kube.create(PROBE, probe("slow", namespace, {"slow_seconds": 8}), namespace=namespace)
+
+    def conditions_of(name: str) -> dict[str, dict[str, Any]]:
+        obj = kube.get(PROBE, name=name, namespace=namespace)
+        return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+    # Running with reason Running: the run is under way (after it, the reason is Successful).
+    operator.eventually(
+        lambda: conditions_of("slow"),
+        until=lambda c: c.get("Running", {}).get("reason") == "Running",
+        describe="the slow CR's run under way",
+    )
+    kube.create(PROBE, probe("queued", namespace, {}), namespace=namespace)
+
+    seen = operator.eventually(
+        lambda: conditions_of("queued"),
+        until=lambda c: c.get("Reconciling", {}).get("reason") == "WaitingForSlot",
+        describe="the queued CR marked Reconciling=True, WaitingForSlot",
+    )
+    assert seen["Reconciling"]["status"] == "True", seen
+    assert seen.get("Running", {}).get("status") != "True", (
+        f"expected no Running=True while the CR waits for its slot, saw {seen}"
+    )
+    wait_condition(
+        kube,
+        namespace=namespace,
+        name="queued",
+        kind="Successful",
+        status="True",
+        operator=operator,
+    )
+    after = conditions_of("queued")
+    assert "Reconciling" not in after, f"expected the wait's condition gone, saw {after}"

@@ -56,6 +56,7 @@ class FakeClient:
         # Runs after each GET, to play another writer racing us.
         self.after_get: Callable[[KubeObject], None] = lambda obj: None
         self.vanish_on_patch = False
+        self.status_subresource = True  # False: a CRD without one (status via the object)
 
     def _not_found(self, method: str) -> kube_errors.NotFoundError:
         return kube_errors.NotFoundError(status=404, method=method, path="/x", body={})
@@ -77,14 +78,21 @@ class FakeClient:
         body: Any,
         subresource: str = "",
     ) -> KubeObject:
-        assert subresource == "status", f"expected a status-subresource patch, got {subresource!r}"
+        expected = "status" if self.status_subresource else ""
         self.patches.append(copy.deepcopy(body))
-        if self.obj is None or self.vanish_on_patch:
+        if self.vanish_on_patch:
+            self.obj = None
+        if self.obj is None or subresource != expected:
             raise self._not_found("PATCH")
         current = self.obj["metadata"]["resourceVersion"]
         if body["metadata"]["resourceVersion"] != current:
             raise kube_errors.ConflictError(status=409, method="PATCH", path="/x", body={})
+        before = copy.deepcopy(self.obj.get("status"))
         self.obj = merge(self.obj, {"status": body["status"]})
+        if not self.status_subresource and self.obj.get("status") != before:
+            # The API server bumps a CRD's generation on any change but metadata when it
+            # has no status subresource.
+            self.obj["metadata"]["generation"] += 1
         bump(self.obj)
         return copy.deepcopy(self.obj)
 
@@ -287,3 +295,55 @@ def test_a_write_pinned_to_a_uid_never_lands_on_a_recreated_object(current: str 
     assert client.obj["status"] == {"conditions": []}, (
         f"the re-created object's status must stay untouched, saw {client.obj['status']}"
     )
+
+
+def test_a_404_from_the_status_subresource_of_an_object_that_is_there_is_not_gone() -> None:
+    client = FakeClient(cr({"conditions": []}))
+    client.status_subresource = False
+    with pytest.raises(errors.StatusSubresourceMissing):
+        write(client)
+
+
+def test_status_through_the_object_observes_the_generation_its_own_write_makes() -> None:
+    client = FakeClient(cr({"conditions": []}))
+    client.status_subresource = False
+    seen = copy.deepcopy(client.obj)
+    assert seen is not None
+    for _ in range(2):  # Running, then (say) Successful: each bumps the generation
+        written = conditions.write(
+            client,
+            gvk=GVK_,
+            namespace="ns",
+            name="mc",
+            conditions_update=mark_running if _ == 0 else (lambda c: [*c, {"type": "X"}]),
+            observed_generation=2,
+            subresource="",
+            seen=seen,
+        )
+        assert written is not None
+        meta, status_ = written["metadata"], written["status"]
+        assert status_["observedGeneration"] == meta["generation"], (
+            f"expected observedGeneration to follow the generation the write made; "
+            f"generation {meta['generation']}, observed {status_['observedGeneration']}"
+        )
+    assert client.obj is not None and client.obj["metadata"]["generation"] == 4
+
+
+def test_status_through_the_object_keeps_the_runs_generation_when_the_spec_moved() -> None:
+    client = FakeClient(cr({"conditions": []}))
+    client.status_subresource = False
+    seen = copy.deepcopy(client.obj)
+    assert client.obj is not None and seen is not None
+    client.obj["spec"] = {"size": 5}  # a user's edit after the run started
+    client.obj["metadata"]["generation"] = 3
+    written = conditions.write(
+        client,
+        gvk=GVK_,
+        namespace="ns",
+        name="mc",
+        conditions_update=mark_running,
+        observed_generation=2,
+        subresource="",
+        seen=seen,
+    )
+    assert written is not None and written["status"]["observedGeneration"] == 2, written

@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -195,3 +195,54 @@ def test_the_controller_reports_when_each_running_reconcile_started() -> None:
         assert ctrl.stop(timeout=5), "expected the workers to end"
     left = ctrl.busy_since()
     assert left == [], f"expected nothing running after the reconcile, saw {left}"
+
+
+class SlotWaitingReconciler(BlockingReconciler):
+    """Waits for a run slot (as the reconciler tells the controller), then runs."""
+
+    on_slot_wait: Any
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+        self.slot = threading.Event()
+        self.ran = threading.Event()
+
+    def reconcile(
+        self, request: reconciler.Request, *, why: trigger.Trigger = trigger.OTHER
+    ) -> reconciler.Result:
+        self.on_slot_wait(True)
+        self.waiting.set()
+        self.slot.wait(10)
+        self.on_slot_wait(False)
+        self.ran.set()
+        self.release.wait(10)
+        return reconciler.Result()
+
+
+def test_the_wait_for_a_run_slot_is_left_out_of_liveness() -> None:
+    waiting = SlotWaitingReconciler()
+    ctrl = controller.Controller(
+        reconciler=cast(reconciler.Reconciler, waiting), work_queue=workqueue.WorkQueue(), workers=1
+    )
+    ctrl.start()
+    try:
+        ctrl.queue.add(ObjectKey("ns/a"))
+        assert waiting.waiting.wait(5), "expected the reconcile to wait for a slot"
+        far_later = time.monotonic() + 1e6
+        assert health.stuck(workers=ctrl, timeout=60, now=far_later) is None, (
+            f"a worker waiting for a slot counted as stuck: busy since {ctrl.busy_since()}"
+        )
+        got_slot = time.monotonic()
+        waiting.slot.set()
+        assert waiting.ran.wait(5), "expected the run after the slot"
+        (busy,) = ctrl.busy_since()
+        assert got_slot <= busy <= time.monotonic(), (
+            f"expected the clock restarted when the slot came ({got_slot}), saw {busy}"
+        )
+        waiting.release.set()
+        ctrl.queue.shutdown()
+    finally:
+        waiting.slot.set()
+        waiting.release.set()
+        assert ctrl.stop(timeout=5), "expected the workers to end"

@@ -41,7 +41,18 @@ GOLD_ONLY = predicate.primary(
     [
         pytest.param(ALL, Event(EventType.ADDED, obj()), True, id="create"),
         pytest.param(ALL, Event(EventType.DELETED, obj()), True, id="delete"),
-        pytest.param(ALL, modified(obj(generation=1), obj(generation=2)), True, id="spec-change"),
+        pytest.param(
+            ALL,
+            modified(obj(generation=1), obj(generation=2, spec={"size": 2})),
+            True,
+            id="spec-change",
+        ),
+        pytest.param(
+            ALL,
+            modified(obj(generation=1), obj(generation=2, status={"x": 1})),
+            False,
+            id="status-bumps-generation-without-subresource",
+        ),
         pytest.param(ALL, modified(obj(), obj(status={"x": 1})), False, id="status-only"),
         pytest.param(ALL, modified(obj(), obj(labels={"l": "v"})), False, id="label-only"),
         pytest.param(
