@@ -15,6 +15,9 @@ resourceVersion would never see another event of that kind. So:
   (metadata, status conditions) and puts a :class:`Truncated` marker in place
   of anything deeper, plus the reason. A rejected object is for naming and
   reporting only; it never reaches a handler or a cache.
+- An object that did decode but nests deeper than the runtime above holds (it
+  says how deep: ``runner.watch.strings``) becomes a :class:`Rejected` too, by
+  :func:`too_deep`, which keeps its top levels the same way, without recursion.
 
 Part of :mod:`runner.kube`: it knows nothing of the runtime above it.
 """
@@ -53,7 +56,8 @@ class Truncated:
     """Stands for a container nested deeper than :func:`parse` kept.
 
     Not JSON: ``json.dumps`` refuses it, so a recovered object cannot be sent on
-    by mistake. ``start``/``end`` delimit its text in what was parsed.
+    by mistake. ``start``/``end`` delimit its text in what was parsed (``-1``: it
+    was cut from a value already decoded, by :func:`too_deep`).
     """
 
     start: int
@@ -141,6 +145,17 @@ def intact(value: Any) -> bool:
         elif isinstance(item, list):
             pending.extend(item)
     return True
+
+
+def too_deep(value: Any, *, limit: int, type: str = "") -> Rejected:
+    """A decoded object nested deeper than ``limit`` levels, which the runtime above
+    does not hold, as a :class:`Rejected` naming its depth; without recursion."""
+    obj, deepest = _trim(value, max_depth=RECOVER_DEPTH)
+    return Rejected(
+        obj=_dict(obj),
+        reason=f"nesting {deepest} levels deep, deeper than the runtime holds ({limit} at most)",
+        type=type,
+    )
 
 
 def parse(text: str, *, max_depth: int) -> tuple[Any, int]:
@@ -261,6 +276,49 @@ def _skip(text: str, pos: int) -> tuple[int, int]:
             if depth == 0:
                 return token.end(), deepest
     raise ValueError(f"unterminated container from {pos}")
+
+
+def _trim(value: Any, *, max_depth: int) -> tuple[Any, int]:
+    """``value`` with the containers below ``max_depth`` levels replaced by
+    :class:`Truncated`, and its deepest nesting (as :func:`parse` counts it)."""
+    if not isinstance(value, dict | list):
+        return value, 0
+    root: Any = {} if isinstance(value, dict) else []
+    pending: list[tuple[Any, Any, int]] = [(value, root, 1)]  # (source, copy, level)
+    deepest = 1
+    while pending:
+        source, copy, level = pending.pop()
+        entries = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in entries:
+            if isinstance(item, dict | list):
+                if level >= max_depth:
+                    depth = _nesting(item)
+                    deepest = max(deepest, level + depth)
+                    child: Any = Truncated(start=-1, end=-1, depth=depth)
+                else:
+                    child = {} if isinstance(item, dict) else []
+                    deepest = max(deepest, level + 1)
+                    pending.append((item, child, level + 1))
+            else:
+                child = item
+            if isinstance(copy, dict):
+                copy[key] = child
+            else:
+                copy.append(child)
+    return root, deepest
+
+
+def _nesting(value: Any) -> int:
+    """Levels of containers in ``value``, itself included; without recursion."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _listing_item_by_item(data: bytes, failure: Exception) -> Listing:

@@ -3,7 +3,8 @@
 Part of the watch stage (**watch** → queue → reconcile → ansible → status), used by
 :class:`runner.watch.source.Informer`. Two cases:
 
-* an object that could not be decoded (:mod:`runner.kube.decode`), in a LIST or a
+* an object that could not be decoded (:mod:`runner.kube.decode`), or that nests
+  deeper than an informer holds (:mod:`runner.watch.strings`), in a LIST or a
   watch event: it is logged at error once per version (uid, generation, reason; a
   relist or a status write re-sends it, and then it is a debug line), the copy
   the store held is dropped (it is no longer the object), and ``on_rejected`` (the

@@ -16,10 +16,11 @@ read in pages. Once synced, an informer logs
 what it holds ("informer synced": objects, approximate bytes).
 
 One object never blinds an informer. An object that cannot be decoded (nested
-deeper than ``json.loads`` goes, see :mod:`runner.kube.decode`) — in a LIST or
-a watch event — is skipped with one error log naming it; the resourceVersion
-still advances, the other objects still flow, the list still syncs, and
-``on_rejected`` (the manager's hook that marks a primary CR failed) hears of
+deeper than ``json.loads`` goes, see :mod:`runner.kube.decode`), or that decoded
+but nests deeper than an informer holds (:data:`runner.watch.strings.MAX_DEPTH`)
+— in a LIST or a watch event — is skipped with one error log naming it and its
+depth; the resourceVersion still advances, the other objects still flow, the
+list still syncs, and ``on_rejected`` (the manager's hook that marks a primary CR failed) hears of
 it. A handler that raises on one event is logged with the object named and the
 stream goes on. How each is skipped and logged: :mod:`runner.watch.skips`.
 
@@ -184,6 +185,7 @@ class Informer:
         stored = len(self._store)
         for listing in budget.pages(self.client, path, query=self._query()):
             self._touch()
+            unheld: list[decode.Rejected] = []  # decoded, but nested deeper than held
             for item in listing.items:
                 try:
                     # List items carry no apiVersion/kind; restore them so handlers see them whole.
@@ -193,9 +195,11 @@ class Informer:
                     kept = self._kept(item, held=max(len(fresh), stored))
                     if kept is not None:
                         fresh[key] = kept
+                except strings.TooDeepError as exc:
+                    unheld.append(decode.too_deep(item, limit=exc.limit))
                 except Exception as exc:  # not an object with metadata: skip it, not the list
                     self._skips.unhandled(item, event="LIST", exc=exc)
-            for bad in listing.rejected:
+            for bad in [*listing.rejected, *unheld]:
                 bad_key = self._reject(bad, event="LIST")
                 if bad_key is not None:
                     rejected.add(bad_key)
@@ -269,6 +273,9 @@ class Informer:
             if kind == "ADDED" and previous is not None:
                 kind = "MODIFIED"  # re-sent after a resume: it is an update to what we hold
             event_type = EventType(kind)
+        except strings.TooDeepError as exc:  # decoded, but not held: as if it had not
+            self._reject(decode.too_deep(obj, limit=exc.limit, type=kind), event=kind)
+            return
         except Exception as exc:  # one odd event must not stop the stream at this rv
             self._skips.unhandled(obj, event=str(kind), exc=exc)
             return

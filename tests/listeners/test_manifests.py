@@ -21,7 +21,8 @@ def _load(path: Path) -> Any:
 
 def _pod_labels() -> dict[str, str]:
     (deployment,) = [
-        d for d in yaml.safe_load_all((CONFIG / "manager" / "manager.yaml").read_text())
+        d
+        for d in yaml.safe_load_all((CONFIG / "manager" / "manager.yaml").read_text())
         if d and d.get("kind") == "Deployment"
     ]
     return dict(deployment["spec"]["template"]["metadata"]["labels"])
