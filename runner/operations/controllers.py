@@ -26,7 +26,7 @@ from runner.operations import health, metrics, sharding
 from runner.queue import trigger, workqueue
 from runner.rbac import record as rbac_record
 from runner.reconcile import controller as controller_mod
-from runner.reconcile import reconciler, startup
+from runner.reconcile import evidence, reconciler, startup
 from runner.status import recorder
 from runner.watch import dependents
 
@@ -85,6 +85,12 @@ class Controllers:
     def add(self, watch: watches.Watch, *, cache: reconciler.Cache) -> controller_mod.Controller:
         """The controller of ``watch``, reading its kind from ``cache``."""
         runs = self._runs
+
+        def current() -> watches.Watch:
+            return one_kind.watch  # replaced in place when watches.yaml is reloaded
+
+        # What the restart spread compares: this watch's inputs, digested when a run starts.
+        inputs = evidence.Inputs(current).current
         one_kind = reconciler.Reconciler(
             watch=watch,
             reconcile=self._reconcile,
@@ -97,7 +103,7 @@ class Controllers:
             events=runs.events,
             run_env=runs.run_env,
             rbac=runs.rbac,
-            children=runs.children,
+            children=runs.children.for_watch(inputs),
             run_slots=runs.slots,
         )
         ctrl = controller_mod.Controller(
@@ -110,7 +116,7 @@ class Controllers:
             workers=self._reconcile.workers_for(watch.gvk),
             observer=self._registry,
             gate=self._gate,
-            spread=self._spread,
+            spread=self._spread.for_watch(inputs) if self._spread is not None else None,
         )
         self._registry.add_controller(name=ctrl.name, workers=ctrl.workers, work_queue=ctrl.queue)
         self.by_kind[watch.gvk] = ctrl

@@ -1,5 +1,6 @@
 """Which CRs wait after a restart, and when they run (runner.reconcile.startup), with fakes:
-the children's reads are a dict, the jitter a seeded random source."""
+the children's reads are a dict, the jitter a seeded random source, the watch's inputs
+fixed digests (their changes: tests/reconcile/test_startup_evidence.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from runner.reconcile import startup
 
 CM = GVK("", "v1", "ConfigMap")
 DEPLOY = GVK("apps", "v1", "Deployment")
+INPUTS = {"content": "sha256:c", "watch": "sha256:w", "runtime": "sha256:r"}
 
 
 def child(gvk: GVK, name: str, *, uid: str = "c1", rv: str = "5", gen: int | None = None) -> Any:
@@ -23,7 +25,7 @@ def child(gvk: GVK, name: str, *, uid: str = "c1", rv: str = "5", gen: int | Non
 
 
 def recorded(children: list[tuple[GVK, KubeObject]]) -> dict[str, Any] | None:
-    seen = startup.Children()
+    seen = startup.Children().for_watch(lambda: INPUTS)
     seen.begin("owner")
     for gvk, obj in children:
         seen.saw("owner", gvk=gvk, obj=obj)
@@ -57,7 +59,8 @@ def reader(live: dict[str, KubeObject]) -> startup.Reader:
 
 
 def spread(live: dict[str, KubeObject], *, window: float = 100, rate: float = 1) -> startup.Spread:
-    return startup.Spread(window=window, rate=rate, read=reader(live), rng=random.Random(7))
+    spreader = startup.Spread(window=window, rate=rate, read=reader(live), rng=random.Random(7))
+    return spreader.for_watch(lambda: INPUTS)
 
 
 LIVE = {"m-echo": child(CM, "m-echo"), "m": child(DEPLOY, "m", uid="d1", rv="99", gen=3)}
@@ -110,7 +113,7 @@ def test_a_failing_read_runs_at_once() -> None:
     def broken(_: startup.Child, _owner: KubeObject) -> KubeObject | None:
         raise OSError("connection refused")
 
-    spreader = startup.Spread(window=100, rate=1, read=broken)
+    spreader = startup.Spread(window=100, rate=1, read=broken).for_watch(lambda: INPUTS)
     assert spreader.delay(cr(kept=recorded(SETTLED))) is None
 
 

@@ -1,11 +1,14 @@
 """A restart without a storm, on the embedded cluster: after a restart, a CR that succeeded
 at its generation and whose children did not change waits its turn in the window; a CR
-changed while the runner was away, one whose child changed, and a new one run at once;
-with a window of 0 everything runs at once, as upstream."""
+changed while the runner was away, one whose child changed, a new one, one whose role
+changed, and one whose runs the proxy never saw (``--inject-owner-ref=false``) run at
+once; with a window of 0 everything runs at once, as upstream."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +16,7 @@ import pytest
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from runner.reconcile import startup
-from testkit.harness import OperatorProcess
+from testkit.harness import FIXTURES, OperatorProcess
 from testkit.helpers import wait_for
 from tests.runner.support import PROBE, StartOperator, probe, probe_watches, wait_condition
 
@@ -131,4 +134,55 @@ def test_a_window_of_zero_runs_everything_at_once(
         lambda: runs_of(second, "now"),
         describe=f"with window 0, the CR to run at once:\n{second.tail()}",
         timeout=30,
+    )
+
+
+def test_a_changed_role_file_runs_the_cr_at_once(
+    kube: Client, namespace: str, start_operator: StartOperator, tmp_path: Path
+) -> None:
+    roles = tmp_path / "roles"
+    shutil.copytree(FIXTURES / "roles", roles)
+    env = {"ANSIBLE_ROLES_PATH": str(roles)}
+    first = start_operator(probe_watches(), env=env)
+    kube.create(PROBE, probe("edited", namespace, {"message": "e"}), namespace=namespace)
+    settle(first, kube, namespace, ["edited"])
+
+    # While the runner is away the role changes (a new image would bring it): the CR's
+    # spec and children are as its last run left them, but that run proves nothing now.
+    tasks = roles / "probe" / "tasks" / "main.yml"
+    tasks.write_text(tasks.read_text() + "# edited while the runner was away\n")
+
+    second = start_operator(probe_watches(), args=("--startup-resync-window=10m",), env=env)
+    second.eventually(
+        lambda: runs_of(second, "edited"),
+        describe="the CR whose role changed to run at once after the restart",
+        timeout=60,
+    )
+    why = line_of(second, "first run not deferred", f"{namespace}/edited")
+    assert "content" in str(why.get("reason")), (
+        f"expected the reason to name the role's content, saw {why or second.tail()}"
+    )
+    assert not line_of(second, "first run deferred", f"{namespace}/edited"), second.tail()
+
+
+def test_without_the_proxy_nothing_proves_a_cr_unchanged(
+    kube: Client, namespace: str, start_operator: StartOperator
+) -> None:
+    no_proxy = ("--inject-owner-ref=false",)
+    first = start_operator(probe_watches(), args=no_proxy)
+    kube.create(PROBE, probe("direct", namespace, {"message": "d"}), namespace=namespace)
+    wait_condition(
+        kube, namespace=namespace, name="direct", kind="Successful", status="True", operator=first
+    )
+    kept = (kube.get(PROBE, name="direct", namespace=namespace).get("status") or {}).get(
+        startup.STATUS_FIELD
+    )
+    assert kept is None, f"expected no record from a run the proxy never saw, saw {kept!r}"
+    first.stop()
+
+    second = start_operator(probe_watches(), args=(*no_proxy, "--startup-resync-window=10m"))
+    second.eventually(
+        lambda: runs_of(second, "direct"),
+        describe="the CR without a record to run at once after the restart",
+        timeout=60,
     )
