@@ -137,10 +137,11 @@ test-all: ## Everything: make test, then make test-lanes and make fuzz (what CI 
 # The property tests of every entry point that parses outside input (testkit/hostile.py
 # generates it): make check and make test run 100 cases each, make fuzz FUZZ_EXAMPLES.
 FUZZ_TESTS := tests/ansible/test_cr_data.py tests/webhook/test_review_properties.py \
-	tests/config/watches/test_properties.py tests/kube/test_config_properties.py
+	tests/config/watches/test_properties.py tests/kube/test_config_properties.py \
+	tests/proxy/test_target_properties.py tests/reconcile/test_annotation_properties.py
 FUZZ_EXAMPLES ?= 2000
 .PHONY: fuzz
-fuzz: venv ## The property tests with FUZZ_EXAMPLES generated cases each (CR data, AdmissionReview, watches.yaml, kubeconfig).
+fuzz: venv ## The property tests with FUZZ_EXAMPLES generated cases each (CR data, AdmissionReview, watches.yaml, kubeconfig, proxy targets, annotations).
 	KUBECONFIG= HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q $(FUZZ_TESTS)
 
 # A line that needs Python >= 3.12, in the trixie root (hack/trixie/test.sh): `make
