@@ -30,12 +30,12 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # ansible-core lines: the main venv (this host's Python 3.11) runs the oldest supported
 # one; the newest needs Python >= 3.12 and runs in a Debian 13 (trixie) root with Python
 # 3.13 (hack/trixie/root.sh, cached in .cache/trixie/; root and debootstrap needed), where
-# `make test-ansible-2.21` runs the Ansible-layer, runner and warm tests again.
+# `make test-ansible-2.21` runs the Ansible-layer, runner, warm and public-pattern tests again.
 ANSIBLE_OLDEST := 2.19
 ANSIBLE_NEWEST := 2.21
 ANSIBLE_LANE_TESTS := tests/ansible tests/runner tests/warm/test_reuse.py \
 	tests/warm/test_templates.py tests/warm/test_sameness.py tests/warm/test_shortcut.py \
-	tests/warm/test_gates.py tests/warm/test_recycle.py
+	tests/warm/test_gates.py tests/warm/test_recycle.py tests/compat/test_public_patterns.py
 # `make docker-build ANSIBLE_CORE=2.19`: the image's ansible-core line (default 2.21).
 ANSIBLE_CORE ?=
 
