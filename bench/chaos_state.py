@@ -18,6 +18,7 @@ import devcluster
 from bench import common
 from runner.kube import client as kube_client
 from runner.kube import config as kube_config
+from runner.kube import transport
 from runner.kube.types import GVK
 
 GROUP = "chaos.playbook-operator.dev"
@@ -25,7 +26,7 @@ CHAOS = GVK(GROUP, "v1", "Chaos")
 #: Label of the poison CRs (bench/chaos_faults.py): never listed, never expected to converge.
 POISON = f"{GROUP}/poison"
 #: Lists of the CRs the benchmark judges: every one but the poison.
-JUDGED: kube_client.Query = {"labelSelector": f"!{POISON}"}
+JUDGED: transport.Query = {"labelSelector": f"!{POISON}"}
 
 
 def crd() -> dict[str, Any]:

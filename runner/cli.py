@@ -150,18 +150,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     if getattr(args, "scaffold", None):
         return scaffold_commands.run(args)
+    # The tools are imported late, as the manager below: ``run`` never loads them.
     if args.command == "preview":
-        from runner.tools import preview  # noqa: PLC0415 - late, as the manager below
+        from runner.tools.preview import command as preview_command  # noqa: PLC0415
 
-        return preview.main(args, environ=dict(os.environ))
+        return preview_command.main(args, environ=dict(os.environ))
     if args.command == "rbac":
-        from runner.tools import rbac  # noqa: PLC0415 - late, as preview above
+        from runner.tools.rbac import command as rbac_command  # noqa: PLC0415
 
-        return rbac.main(args, environ=dict(os.environ))
+        return rbac_command.main(args, environ=dict(os.environ))
     if args.command == "runs":
-        from runner.tools import runs  # noqa: PLC0415 - late, as preview above
+        from runner.tools.runs import command as runs_command  # noqa: PLC0415
 
-        return runs.main(args)
+        return runs_command.main(args)
     if args.command != "run":
         parser().print_help()
         return 2

@@ -2,16 +2,21 @@
 
 ``lint-imports`` holds each layer to its place; these tests hold what its contracts do not
 say: no class grows past 250 lines (a class that big does more than one job), no module
-past 500, runner/'s root keeps only the entry points, and runner's sub-packages import one
-another without a cycle.
+past 500, no function past 80 (today's longer ones are listed and may only shrink),
+runner/'s root keeps only the entry points, runner's sub-packages import one another
+without a cycle, and every runner name has one import path: no module-level alias of
+another runner module's name, no re-export through ``__all__`` and no module that only
+re-exports (the few kept are listed, with why).
 """
 
 from __future__ import annotations
 
 import ast
 import pathlib
+from collections.abc import Iterator
 
 import grimp
+import pytest
 
 import runner
 
@@ -20,6 +25,38 @@ ROOT = PACKAGE.parent
 MAX_CLASS_LINES = 250
 MAX_MODULE_LINES = 500
 ENTRY_POINTS = frozenset({"__init__.py", "__main__.py", "cli.py", "py.typed"})
+MAX_FUNCTION_LINES = 80
+#: Functions over MAX_FUNCTION_LINES today, with their length (``def`` through the last
+#: line, docstring included). The list may only shrink: a listed function may not grow, and
+#: one back under the budget (or gone) must leave the list.
+LONG_FUNCTIONS = {
+    "runner/status/conditions.py:write": 102,
+    "runner/tools/scaffold/api.py:plan": 113,
+}
+#: Module-level aliases of another runner module's name (``Name = module.Attr``) kept, and
+#: why. Each is a second import path; it goes when its last importer names the defining
+#: module instead.
+ALLOWED_ALIASES = {
+    "runner/config/watches.py:Watch": "runner/watch/dependents.py, runner/reconcile/"
+    "evidence.py and runner/operations/controllers.py name watches.Watch (being edited)",
+    "runner/kube/client.py:Query": "runner/watch/source.py and runner/watch/budget.py import "
+    "it from runner.kube.client (being edited)",
+    "runner/reconcile/reconciler.py:RunEnvironment": "runner/operations/controllers.py names "
+    "reconciler.RunEnvironment (being edited)",
+    "runner/watch/source.py:OnRejected": "in runner/watch/, being edited",
+}
+#: Modules that only re-export (imports and ``__all__``), kept, and why: packages whose
+#: docstring names these as their way in.
+ALLOWED_REEXPORTS = {
+    "runner/proxy/__init__.py": "the proxy's public names (OwnerProxy and the protocols "
+    "its callers implement), named in its docstring; the runtime imports them from here",
+    "runner/warm/__init__.py": "Launchers and the launch modes, the package's way in "
+    "(its docstring); warm execution imports nothing else of the runtime",
+    "runner/operations/sharding/__init__.py": "Shards, the gate the docstring names, and "
+    "the membership API the manager and election use",
+    "runner/operations/metrics/__init__.py": "Metrics only, while runner/operations/"
+    "controllers.py (being edited) names metrics.Metrics",
+}
 
 
 def _sources() -> list[pathlib.Path]:
@@ -106,3 +143,246 @@ def test_no_import_cycle_between_sub_packages() -> None:
         f"expected runner's sub-packages to import one another without a cycle, saw "
         f"{' -> '.join(cycle or ())}"
     )
+
+
+def _module_name(path: pathlib.Path) -> str:
+    """``runner.a.b`` for runner/a/b.py, ``runner.a.__init__`` for a package's module."""
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def _functions(
+    node: ast.AST, prefix: str = ""
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function and method below ``node``, nested ones too, by qualified name."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield f"{prefix}{child.name}", child
+            yield from _functions(child, f"{prefix}{child.name}.")
+        elif isinstance(child, ast.ClassDef):
+            yield from _functions(child, f"{prefix}{child.name}.")
+        else:
+            yield from _functions(child, prefix)
+
+
+def long_functions(source: str, *, where: str) -> dict[str, int]:
+    """``where:qualname`` of each function in ``source`` over MAX_FUNCTION_LINES, and its
+    length from ``def`` through its last line (decorators not counted)."""
+    found = {}
+    for name, node in _functions(ast.parse(source)):
+        lines = (node.end_lineno or node.lineno) - node.lineno + 1
+        if lines > MAX_FUNCTION_LINES:
+            found[f"{where}:{name}"] = lines
+    return found
+
+
+def _runner_imports(tree: ast.Module, module: str) -> dict[str, str]:
+    """Names bound at module level by imports from runner, and what they name."""
+    package = module.split(".") if module.endswith("__init__") else module.split(".")[:-1]
+    bound = {}
+    for node in _top_level(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + [base] * bool(base))
+            if base == "runner" or base.startswith("runner."):
+                for alias in node.names:
+                    bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "runner" or alias.name.startswith("runner."):
+                    local = alias.asname or alias.name.split(".")[0]
+                    bound[local] = alias.name if alias.asname else "runner"
+    return bound
+
+
+def _top_level(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Module-level statements, those under a top-level ``if`` or ``try`` included."""
+    for node in tree.body:
+        yield node
+        if isinstance(node, ast.If | ast.Try):
+            for block in ("body", "orelse", "handlers", "finalbody"):
+                for inner in getattr(node, block, ()):
+                    yield from inner.body if isinstance(inner, ast.ExceptHandler) else [inner]
+
+
+def aliases(source: str, *, module: str) -> dict[str, str]:
+    """Second import paths ``source`` (the module ``module``) makes for runner names: each
+    module-level ``Name = module.Attr`` or ``Name = Attr`` whose root was imported from
+    runner, and each name in ``__all__`` that was imported from runner; by name, what it
+    stands for."""
+    tree = ast.parse(source)
+    imported = _runner_imports(tree, module)
+    found = {}
+    for node in _top_level(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        if target.id == "__all__" and isinstance(value, ast.List | ast.Tuple):
+            for item in value.elts:
+                if isinstance(item, ast.Constant) and item.value in imported:
+                    found[item.value] = f"{imported[item.value]} (in __all__)"
+            continue
+        root = value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        plain = isinstance(value, ast.Name | ast.Attribute)
+        if plain and isinstance(root, ast.Name) and root.id in imported:
+            found[target.id] = ast.unparse(value)
+    return found
+
+
+def reexports_only(source: str) -> bool:
+    """Whether ``source`` holds nothing but imports and ``__all__`` (a docstring aside)."""
+    body = ast.parse(source).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    imports = [
+        node
+        for node in body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+    ]
+    rest = [
+        node
+        for node in body
+        if not isinstance(node, ast.Import | ast.ImportFrom)
+        and not (
+            isinstance(node, ast.Assign | ast.AnnAssign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in _targets(node))
+        )
+    ]
+    return bool(imports) and not rest
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return node.targets if isinstance(node, ast.Assign) else [node.target]
+
+
+def test_every_function_is_under_80_lines_or_listed_and_not_growing() -> None:
+    found: dict[str, int] = {}
+    for path in _sources():
+        where = str(path.relative_to(ROOT))
+        found.update(long_functions(path.read_text(encoding="utf-8"), where=where))
+    new = {name: lines for name, lines in found.items() if name not in LONG_FUNCTIONS}
+    grown = {
+        name: (LONG_FUNCTIONS[name], lines)
+        for name, lines in found.items()
+        if name in LONG_FUNCTIONS and lines > LONG_FUNCTIONS[name]
+    }
+    stale = sorted(set(LONG_FUNCTIONS) - set(found))
+    assert not new, (
+        f"expected every function in runner/ at most {MAX_FUNCTION_LINES} lines, saw "
+        f"{len(new)} over it: {new} (split it along its steps)"
+    )
+    assert not grown, f"expected listed long functions not to grow, saw (listed, now): {grown}"
+    assert not stale, (
+        f"expected LONG_FUNCTIONS to list only functions over {MAX_FUNCTION_LINES} lines, "
+        f"saw these under it or gone (remove them from the list): {stale}"
+    )
+
+
+def test_one_import_path_per_name_no_alias() -> None:
+    found = {}
+    for path in _sources():
+        where = str(path.relative_to(ROOT))
+        source = path.read_text(encoding="utf-8")
+        if where in ALLOWED_REEXPORTS:
+            continue  # a kept package API re-exports through __all__ on purpose
+        for name, target in aliases(source, module=_module_name(path)).items():
+            found[f"{where}:{name}"] = target
+    unexpected = {name: target for name, target in found.items() if name not in ALLOWED_ALIASES}
+    stale = sorted(set(ALLOWED_ALIASES) - set(found))
+    assert not unexpected, (
+        f"expected runner names to be imported from the module that defines them, saw "
+        f"{len(unexpected)} second import path(s): {unexpected}"
+    )
+    assert not stale, f"expected ALLOWED_ALIASES to hold only live aliases, saw gone: {stale}"
+
+
+def test_one_import_path_per_name_no_reexport_module() -> None:
+    found = {
+        str(path.relative_to(ROOT))
+        for path in _sources()
+        if reexports_only(path.read_text(encoding="utf-8"))
+    }
+    unexpected = sorted(found - set(ALLOWED_REEXPORTS))
+    stale = sorted(set(ALLOWED_REEXPORTS) - found)
+    assert not unexpected, (
+        f"expected no runner module that only re-exports other modules' names, saw {unexpected}"
+    )
+    assert not stale, f"expected ALLOWED_REEXPORTS to hold only such modules, saw: {stale}"
+
+
+PLANTED_ALIAS = """
+from runner.base import connections
+from runner.base.http1 import Request
+from runner.kube import transport as kube_transport
+import runner.config.entry
+
+Limits = connections.Limits
+Incoming = Request
+Query: object = kube_transport.Query
+Watch = runner.config.entry.Watch
+Plain = connections.Limits()  # a call builds a value: not an alias
+Local = dict  # not from runner
+__all__ = ["Request", "Plain"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "stands_for"),
+    [
+        pytest.param("Limits", "connections.Limits", id="module-attribute"),
+        pytest.param("Incoming", "Request", id="imported-name"),
+        pytest.param("Query", "kube_transport.Query", id="annotated"),
+        pytest.param("Watch", "runner.config.entry.Watch", id="dotted-import"),
+        pytest.param("Request", "runner.base.http1.Request (in __all__)", id="all-reexport"),
+    ],
+)
+def test_the_alias_check_sees_a_planted_alias(name: str, stands_for: str) -> None:
+    found = aliases(PLANTED_ALIAS, module="runner.planted")
+    assert found.get(name) == stands_for, f"expected {name} -> {stands_for}, saw {found}"
+
+
+def test_the_alias_check_passes_values_and_foreign_names() -> None:
+    found = aliases(PLANTED_ALIAS, module="runner.planted")
+    assert "Plain" not in found and "Local" not in found, f"expected no value alias: {found}"
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        pytest.param("runner.base.listener", id="module"),
+        pytest.param("runner.base.__init__", id="package"),
+    ],
+)
+def test_the_alias_check_resolves_relative_imports(module: str) -> None:
+    source = "from . import http1\nfrom .http1 import text\nRequest = http1.Request\nt = text\n"
+    found = aliases(source, module=module)
+    expected = {"Request": "http1.Request", "t": "text"}
+    assert found == expected, f"expected {expected}, saw {found}"
+
+
+@pytest.mark.parametrize(
+    ("source", "only"),
+    [
+        pytest.param('"""Doc."""\nfrom runner.a import b\n__all__ = ["b"]\n', True, id="re-export"),
+        pytest.param('"""Doc."""\n', False, id="docstring-only"),
+        pytest.param("from runner.a import b\n\ndef f() -> None: ...\n", False, id="code"),
+    ],
+)
+def test_the_reexport_check(source: str, only: bool) -> None:
+    assert reexports_only(source) is only, f"expected re-export-only={only} for {source!r}"
+
+
+def test_the_function_check_counts_def_through_last_line() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    source = (
+        f"class C:\n    @staticmethod\n    def long() -> None:\n{body.replace('    ', '        ')}"
+    )
+    assert long_functions(source, where="m.py") == {"m.py:C.long": MAX_FUNCTION_LINES + 1}

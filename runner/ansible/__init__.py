@@ -10,8 +10,3 @@ CR's private data dir to what the runtime wrote. Nothing else in the runtime kno
 ansible-runner's API. The ``playbook_operator.util`` collection the roles call
 ships in ``runner/collection``.
 """
-
-from runner.ansible.events import FailedTask, LogEvents
-from runner.ansible.launch import AnsibleRunner, RunResult, RunSpec
-
-__all__ = ["AnsibleRunner", "FailedTask", "LogEvents", "RunResult", "RunSpec"]

@@ -52,7 +52,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.ansible import redact
-from runner.config import watches
+from runner.base import errors
+from runner.config import durations
 from runner.config.sections import LogEvents
 
 #: The ``requeue_after`` module under the names a task may use for it.
@@ -64,7 +65,6 @@ _QUIET_STARTS = frozenset(
 )
 _TASK_STARTS = frozenset({"playbook_on_task_start", "playbook_on_handler_task_start"})
 _DEBUG_ACTIONS = frozenset({"debug", "ansible.builtin.debug"})
-DEFAULT_FAILURE = "unknown playbook failure"
 # What ansible-runner's callback puts in place of a no_log task's arguments and result.
 CENSORED = "the output has been hidden due to the fact that 'no_log: true' was specified"
 _MESSAGE_LIMIT = 2000
@@ -78,8 +78,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
-# LogEvents is defined with the settings (it is a flag) and belongs to this API too.
-__all__ = ["FailedTask", "LogEvents", "Logger", "Tally", "clip"]
+__all__ = ["FailedTask", "Logger", "Tally", "clip"]
 
 
 _DEFAULT_VERBOSITY = 2
@@ -212,7 +211,7 @@ class Tally:
         if not isinstance(period, str):
             return
         try:
-            self.requeue_after = watches.parse_duration(period)
+            self.requeue_after = durations.parse(period)
         except ValueError as exc:
             task = FailedTask(task=_task(data), role=_role(data), message=str(exc))
             self._failures.append(_Failure(_host(data), "runner_on_failed", task))
@@ -342,7 +341,7 @@ def _failed_task(data: Mapping[str, Any]) -> FailedTask:
 def _failure_message(res: Any) -> str:
     """``res.msg`` as operator-sdk reports it; else stderr, stdout or the result itself."""
     if not isinstance(res, Mapping):
-        return DEFAULT_FAILURE
+        return errors.UNKNOWN_FAILURE
     msg = res.get("msg")
     if isinstance(msg, str) and msg.strip():
         return clip(msg)
@@ -353,7 +352,7 @@ def _failure_message(res: Any) -> str:
     if msg is not None:
         return clip(json.dumps(msg, default=str))
     shown = {k: v for k, v in res.items() if not k.startswith("_") and k != "invocation"}
-    return clip(json.dumps(shown, sort_keys=True, default=str)) if shown else DEFAULT_FAILURE
+    return clip(json.dumps(shown, sort_keys=True, default=str)) if shown else errors.UNKNOWN_FAILURE
 
 
 def _debug_output(res: Any) -> Any:

@@ -31,8 +31,6 @@ COLLECTION_DIR = Path(__file__).resolve().parent.parent / "collection"
 #: Lets the collection's modules import ``runner.kube`` when the package is not installed.
 LIB_ENV = "PLAYBOOK_OPERATOR_LIB"
 _LIB_DIR = Path(__file__).resolve().parent.parent.parent
-#: Each CR's Ansible local temp dir, in its private data dir (ANSIBLE_LOCAL_TEMP).
-LOCAL_TEMP = privatedir.LOCAL_TEMP
 
 
 @dataclass(frozen=True)
@@ -58,11 +56,11 @@ def write(run: spec.RunSpec, *, python: str, launchers: warm.Launchers | None) -
     # anything in it would be decoded as a typed value or make Ansible read it as YAML.
     privatedir.write_private(pdd / "env" / "extravars", guard.dumps(run.extravars, default=_json))
     env = environment(run)
-    if env.get("ANSIBLE_LOCAL_TEMP") == str(pdd / LOCAL_TEMP):
+    if env.get("ANSIBLE_LOCAL_TEMP") == str(pdd / privatedir.LOCAL_TEMP):
         # What the previous run of this CR left (one killed by its timeout never
         # cleans up); runs of one CR never overlap.
-        shutil.rmtree(pdd / LOCAL_TEMP, ignore_errors=True)
-        (pdd / LOCAL_TEMP).mkdir(mode=0o700)
+        shutil.rmtree(pdd / privatedir.LOCAL_TEMP, ignore_errors=True)
+        (pdd / privatedir.LOCAL_TEMP).mkdir(mode=0o700)
     inventory = _inventory(run, pdd=pdd, env=env, python=python, launchers=launchers)
     return Inputs(
         private_data_dir=pdd, env=env, inventory=inventory, playbook=_playbook(run, pdd, env)
@@ -78,7 +76,7 @@ def environment(run: spec.RunSpec) -> dict[str, str]:
     if "ANSIBLE_LOCAL_TEMP" not in seen:
         # Ansible's controller-side temp dir inside the CR's private data dir, emptied
         # before each run, instead of ~/.ansible/tmp, where every killed run left one.
-        env["ANSIBLE_LOCAL_TEMP"] = str(run.private_data_dir.resolve() / LOCAL_TEMP)
+        env["ANSIBLE_LOCAL_TEMP"] = str(run.private_data_dir.resolve() / privatedir.LOCAL_TEMP)
     if "ANSIBLE_PIPELINING" not in seen:
         # Modules reach the local interpreter on stdin instead of through a temp
         # file and three shell commands per task (mkdir, chmod, rm).

@@ -47,18 +47,16 @@ from ansible_runner.utils import OutputEventFilter
 
 from runner import warm
 from runner.ansible import deadline, events, inputs, output, privatedir, retention
-from runner.ansible.events import FailedTask, LogEvents, Logger
+from runner.ansible.events import FailedTask, Logger
 from runner.ansible.spec import RunSpec
 from runner.base import errors
 
-__all__ = ["AnsibleRunner", "FailedTask", "LogEvents", "RunResult", "RunSpec", "strip_quotes"]
+__all__ = ["AnsibleRunner", "RunResult", "strip_quotes"]
 
 #: In a run's artifact dir: how ansible-playbook was started (warm, cold, lost: why).
 LAUNCHER_STATUS = "launcher"
 #: ``RunResult.status`` of a run killed at ``RunSpec.timeout`` (ansible-runner's word).
 TIMEOUT = "timeout"
-#: Each CR's Ansible local temp dir, in its private data dir (ANSIBLE_LOCAL_TEMP).
-LOCAL_TEMP = privatedir.LOCAL_TEMP
 
 
 @dataclass(frozen=True, kw_only=True)

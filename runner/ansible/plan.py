@@ -1,4 +1,4 @@
-"""The plan of one Ansible run: how every caller turns a CR into a :class:`~launch.RunSpec`.
+"""The plan of one Ansible run: how every caller turns a CR into a :class:`~.spec.RunSpec`.
 
 Part of the Ansible stage (watch → queue → reconcile → **ansible** → status). Four
 callers run a watch's content over a custom resource: a reconcile
@@ -29,15 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from runner.ansible import extravars, launch
-from runner.config import sections, watches
+from runner.ansible import extravars, launch, spec
+from runner.config import entry, sections
 from runner.kube.types import GVK, KubeObject
 
 #: Appended to ``--ansible-args`` in check mode: Ansible's check mode, with the diffs
 #: modules compute (``playbook-operator preview`` and ``rbac --sample``).
 CHECK_ARGS = "--check --diff"
 #: Artifact dirs a run keeps by default (ansible-runner's ``--rotate-artifacts``).
-DEFAULT_ARTIFACTS = cast(int, launch.RunSpec.__dataclass_fields__["rotate_artifacts"].default)
+DEFAULT_ARTIFACTS = cast(int, spec.RunSpec.__dataclass_fields__["rotate_artifacts"].default)
 
 
 class Environment(Protocol):
@@ -57,11 +57,11 @@ class Environment(Protocol):
 class Content:
     """What runs: exactly one of a role and a playbook."""
 
-    role: watches.Role | None
+    role: entry.Role | None
     playbook: Path | None
 
     @classmethod
-    def of(cls, watch: watches.Watch) -> Content:
+    def of(cls, watch: entry.Watch) -> Content:
         """The watch's own role or playbook."""
         return cls(role=watch.role, playbook=watch.playbook)
 
@@ -88,7 +88,7 @@ class Builder:
         self,
         obj: KubeObject,
         *,
-        watch: watches.Watch,
+        watch: entry.Watch,
         more_vars: Mapping[str, Any] | None = None,
         finalizer_vars: Mapping[str, Any] | None = None,
     ) -> extravars.ExtraVars:
@@ -118,7 +118,7 @@ class Builder:
         rotate_artifacts: int = DEFAULT_ARTIFACTS,
         timeout: float | None = None,
         on_event: Callable[[Mapping[str, Any]], None] | None = None,
-    ) -> Iterator[launch.RunSpec]:
+    ) -> Iterator[spec.RunSpec]:
         """The run's spec, valid while the proxy session of ``owner`` is open: run it inside."""
         ansible = self.ansible
         role = content.role
@@ -126,7 +126,7 @@ class Builder:
             Path(p) for p in ansible.roles_path
         ]
         with self._environment.for_owner(owner) as env:
-            yield launch.RunSpec(
+            yield spec.RunSpec(
                 ident=ident or new_ident(),
                 private_data_dir=private_data_dir,
                 playbook=content.playbook,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.ansible.events import LogEvents
+from runner.config.sections import LogEvents
 
 
 @dataclass(frozen=True, kw_only=True)

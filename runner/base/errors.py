@@ -31,6 +31,12 @@ package's layers; code above chains them with ``raise ... from``.
 
 from __future__ import annotations
 
+#: operator-sdk's text for a failure nothing explains: a failed task without ``res.msg``
+#: (:mod:`runner.ansible.events`), a failed run without failed tasks
+#: (:mod:`runner.reconcile.progress`), a blank Failure message (:mod:`runner.status.conditions`).
+#: Here because the Ansible stage and status are sibling layers that both use it.
+UNKNOWN_FAILURE = "unknown playbook failure"
+
 
 class PlaybookOperatorError(Exception):
     """Base of every error the runtime raises on purpose."""

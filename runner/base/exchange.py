@@ -24,8 +24,6 @@ Work = Callable[[connections.Conn], http1.Response | None]
 #: Hands a connection's request to a worker; its answer comes back through :meth:`Exchange.finish`.
 Submit = Callable[[connections.Conn, Work], None]
 
-State = connections.State
-
 
 class Exchange:
     """Reads requests from and writes answers to the listener's connections."""
@@ -47,7 +45,7 @@ class Exchange:
 
     def start(self, conn: connections.Conn) -> None:
         """A connection just accepted."""
-        if conn.state is State.HANDSHAKE:
+        if conn.state is connections.State.HANDSHAKE:
             self._handshake(conn)
         else:
             self._conns.want(conn, selectors.EVENT_READ)
@@ -56,11 +54,11 @@ class Exchange:
         """The selector found ``conn`` ready for what it waits for."""
         if conn not in self._conns:
             return
-        if conn.state is State.HANDSHAKE:
+        if conn.state is connections.State.HANDSHAKE:
             self._handshake(conn)
-        elif conn.state is State.WRITE:
+        elif conn.state is connections.State.WRITE:
             self._write(conn)
-        elif conn.state in (State.HEAD, State.BODY):
+        elif conn.state in (connections.State.HEAD, connections.State.BODY):
             self._read(conn)
 
     def finish(self, conn: connections.Conn, answer: http1.Response | None) -> None:
@@ -84,7 +82,7 @@ class Exchange:
         except (OSError, ValueError):
             self._conns.close(conn)
             return
-        conn.state = State.HEAD
+        conn.state = connections.State.HEAD
         conn.deadline = time.monotonic() + self.limits.header_timeout
         self._read(conn)  # the request may already be decrypted and buffered
 
@@ -92,7 +90,7 @@ class Exchange:
         self._conns.want(conn, selectors.EVENT_READ)
         room = (
             self.limits.max_head + 1 - len(conn.buffer)
-            if conn.state is State.HEAD
+            if conn.state is connections.State.HEAD
             else conn.body_length - len(conn.buffer)
         )
         while room > 0:
@@ -120,7 +118,7 @@ class Exchange:
             self._conns.close(conn)  # went away before its request was complete
 
     def _advance(self, conn: connections.Conn) -> None:
-        if conn.state is State.HEAD:
+        if conn.state is connections.State.HEAD:
             end = conn.buffer.find(b"\r\n\r\n")
             if end < 0:
                 if len(conn.buffer) > self.limits.max_head:
@@ -141,7 +139,7 @@ class Exchange:
                 self._dispatch(conn, self._authorize)
                 return
             self._start_body(conn)
-        elif conn.state is State.BODY and len(conn.buffer) >= conn.body_length:
+        elif conn.state is connections.State.BODY and len(conn.buffer) >= conn.body_length:
             self._dispatch(conn, self._handle)
 
     def _start_body(self, conn: connections.Conn) -> None:
@@ -149,12 +147,12 @@ class Exchange:
             # Bodies in hand already fill the budget: answered from the head, unread.
             self._refuse(conn, http1.text(503, "too many request bodies in progress"))
             return
-        conn.state = State.BODY
+        conn.state = connections.State.BODY
         conn.deadline = time.monotonic() + self.limits.body_timeout
         self._read(conn)  # dispatches at once when the body is already here
 
     def _dispatch(self, conn: connections.Conn, work: Work) -> None:
-        conn.state = State.WORKING
+        conn.state = connections.State.WORKING
         self._conns.want(conn, 0)
         self._submit(conn, work)
 
@@ -179,7 +177,7 @@ class Exchange:
         self._respond(conn, answer)
 
     def _respond(self, conn: connections.Conn, answer: http1.Response) -> None:
-        conn.state = State.WRITE
+        conn.state = connections.State.WRITE
         conn.deadline = time.monotonic() + self.limits.write_timeout
         conn.out = memoryview(http1.render(answer, keep_alive=conn.keep_alive))
         self._write(conn)
@@ -203,7 +201,7 @@ class Exchange:
             return
         # Kept alive: wait for the next request, which may already be buffered.
         now = time.monotonic()
-        conn.state, conn.request, conn.since = State.HEAD, None, now
+        conn.state, conn.request, conn.since = connections.State.HEAD, None, now
         conn.idle = not conn.buffer
         conn.deadline = now + (
             self.limits.idle_timeout if conn.idle else self.limits.header_timeout

@@ -5,11 +5,12 @@ unbounded memory by connecting and staying silent. One selector thread owns
 every connection while it handshakes (TLS), sends its request head or body, or
 receives its answer: an idle or slow connection costs a file descriptor and its
 buffers, never a thread. Only a complete request goes to a small pool of
-workers (:attr:`Limits.workers`), first to :attr:`App.authorize` (before any
-byte of the body is read), then to :attr:`App.handle`. A listener therefore runs
-1 + ``workers`` threads whatever its clients do.
+workers (:attr:`~runner.base.connections.Limits.workers`), first to
+:attr:`App.authorize` (before any byte of the body is read), then to
+:attr:`App.handle`. A listener therefore runs 1 + ``workers`` threads whatever its
+clients do.
 
-The bounds (:class:`Limits`):
+The bounds (:class:`~runner.base.connections.Limits`):
 
 - at most ``max_connections`` open. When full, a new connection evicts the
   oldest one that has not sent a complete request yet (idle and slow clients
@@ -49,30 +50,22 @@ import ssl
 import threading
 import time
 
-from runner.base import connections, exchange, http1
+# Named apart: inside Server, ``connections`` is its method.
+from runner.base import connections as connections_mod
+from runner.base import exchange, http1
 
 log = logging.getLogger("runner.listener")
 
-# The listener's public names, defined beside the parts that use them.
-Limits = connections.Limits
-Request = http1.Request
-Response = http1.Response
-text = http1.text
-Handle = http1.Handle
-Authorize = http1.Authorize
-
-# Named apart: inside Server, ``connections`` is its method.
-_Conn = connections.Conn
-_DEFAULT_LIMITS = Limits()
+_DEFAULT_LIMITS = connections_mod.Limits()
 
 
 @dataclasses.dataclass(frozen=True)
 class App:
     """What a listener serves, and the bounds it serves it within."""
 
-    handle: Handle
-    authorize: Authorize | None = None
-    limits: Limits = _DEFAULT_LIMITS
+    handle: http1.Handle
+    authorize: http1.Authorize | None = None
+    limits: connections_mod.Limits = _DEFAULT_LIMITS
 
 
 class Server:
@@ -100,11 +93,13 @@ class Server:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, self._wake_r)
-        self._done: queue.SimpleQueue[tuple[_Conn, Response | None]] = queue.SimpleQueue()
+        self._done: queue.SimpleQueue[tuple[connections_mod.Conn, http1.Response | None]] = (
+            queue.SimpleQueue()
+        )
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.limits.workers, thread_name_prefix=f"{name}-worker"
         )
-        self._conns = connections.Connections(self._selector, limits=self.limits)
+        self._conns = connections_mod.Connections(self._selector, limits=self.limits)
         self._exchange = exchange.Exchange(
             handle=app.handle,
             authorize=app.authorize,
@@ -185,11 +180,13 @@ class Server:
                 except (OSError, ValueError):
                     sock.close()
                     continue
-            conn = connections.Conn(sock, now=now, limits=self.limits, tls=self._tls is not None)
+            conn = connections_mod.Conn(
+                sock, now=now, limits=self.limits, tls=self._tls is not None
+            )
             self._conns.add(conn)
             self._exchange.start(conn)
 
-    def _serve_safely(self, conn: _Conn, mask: int) -> None:
+    def _serve_safely(self, conn: connections_mod.Conn, mask: int) -> None:
         try:
             self._exchange.serve(conn, mask)
         except Exception:  # one connection's surprise must not end the listener
@@ -198,7 +195,7 @@ class Server:
 
     # -- the workers ------------------------------------------------------------
 
-    def _submit(self, conn: _Conn, work: exchange.Work) -> None:
+    def _submit(self, conn: connections_mod.Conn, work: exchange.Work) -> None:
         limit = self.limits.max_pending
         with self._queued_lock:
             full = limit is not None and self._queued >= limit
@@ -208,7 +205,7 @@ class Server:
             # Every worker is busy and enough wait already: answered now, not after the
             # client gave up (an unread body closes the connection).
             conn.keep_alive = False
-            self._done.put((conn, text(429, "too many requests in progress")))
+            self._done.put((conn, http1.text(429, "too many requests in progress")))
             self._wake()
             return
 
@@ -219,7 +216,7 @@ class Server:
                 answer = work(conn)
             except Exception:
                 log.exception("request failed", extra={"endpoint": self.name})
-                answer = text(500, "internal error")
+                answer = http1.text(500, "internal error")
             self._done.put((conn, answer))
             self._wake()
 

@@ -96,34 +96,9 @@ def build(
     """The settings of ``run``: ``flags`` by destination, ``given`` the flags named on the
     command line (what a ``--config`` file may not override), ``base_dir`` what roles and
     playbooks resolve against (operator-sdk: the working directory)."""
-    for names in _EXCLUSIVE:
-        if set(names) <= given:
-            raise errors.ConfigError(f"only one of {' and '.join(names)} may be set")
-    merged = dict(flags)
-    config = Flags(flags).text("config")
-    if config:
-        for dest, value in manager_file.load(Path(config), log=log).items():
-            if not given & set(manager_file.FLAGS_OF.get(dest, ())):
-                merged[dest] = value  # a flag on the command line wins over the file
+    merged = _merged(flags, given=given, log=log)
     read = Flags(merged)
-    sharded = (
-        read.boolean("sharded")
-        if read.get("sharded") is not None
-        else _env_bool(environ, "SHARDED", default=False)
-    )
-    if sharded and read.boolean("leader_elect"):
-        # Two ways of deciding who reconciles: one leader, or a share per replica.
-        raise errors.ConfigError("--sharded and --leader-elect are mutually exclusive")
-    timeout = read.number("reconcile_timeout", sections.DEFAULT_RECONCILE_TIMEOUT)
-    if timeout < 0:
-        raise errors.ConfigError(f"--reconcile-timeout must not be negative, saw {timeout:g}s")
-    if read.boolean("metrics_require_rbac") and not read.boolean("metrics_secure"):
-        # A scraper's bearer token must never cross the network in clear text.
-        raise errors.ConfigError("--metrics-require-rbac needs --metrics-secure")
-    inventory = environ.get("ANSIBLE_INVENTORY", "")
-    for source in (s.strip() for s in inventory.split(",")):
-        if source and not Path(source).exists():
-            raise errors.ConfigError(f"$ANSIBLE_INVENTORY: no such file or directory: {source}")
+    sharded = _checked(read, environ=environ)
     debug_logs = options.parse_bool(environ.get("ANSIBLE_DEBUG_LOGS", "false"))
     if debug_logs is None:
         log.info(
@@ -146,7 +121,6 @@ def build(
         )
     )
     gvks = [watch.gvk for watch in loaded]
-    log_events = read.get("ansible_log_events")
     kubeconfig = read.get("kubeconfig")
     return options.Settings(
         watches_file=watches_file,
@@ -158,57 +132,122 @@ def build(
         graceful_shutdown_timeout=read.number("graceful_shutdown_timeout", 30.0),
         dev=read.boolean("dev"),
         environ=environ,
-        ansible=sections.AnsibleSettings(
-            verbosity=read.whole("ansible_verbosity", _ANSIBLE.verbosity),
-            verbosities=verbosities(gvks=gvks, environ=environ),
-            args=read.text("ansible_args"),
+        ansible=_ansible(
+            read,
+            gvks=gvks,
+            environ=environ,
             roles_path=roles_path,
             collections_path=collections_path,
-            log_events=log_events
-            if isinstance(log_events, sections.LogEvents)
-            else sections.LogEvents.CHANGES
-            if read.boolean("zap_devel")
-            else sections.LogEvents.TASKS,
             debug_logs=bool(debug_logs),
-            runner_dir=Path(read.text("runner_dir", str(sections.DEFAULT_RUNNER_DIR))),
-            warm=read.boolean("warm")
-            if read.get("warm") is not None
-            else _env_bool(environ, options.WARM_ENV, default=True),
-            warm_launcher_max_runs=read.whole(
-                "warm_launcher_max_runs", _ANSIBLE.warm_launcher_max_runs
-            ),
-            warm_launcher_max_rss=read.whole(
-                "warm_launcher_max_rss", _ANSIBLE.warm_launcher_max_rss
-            ),
-            artifacts_max_bytes=read.whole(
-                "max_runner_artifacts_size", sections.DEFAULT_ARTIFACTS_MAX_BYTES
-            ),
         ),
         reconcile=_reconcile(read, gvks=gvks, environ=environ),
         election=_election(read, sharded=sharded, environ=environ),
-        serving=sections.ServingSettings(
-            metrics_bind_address=read.text("metrics_bind_address", _SERVING.metrics_bind_address),
-            metrics_secure=read.boolean("metrics_secure"),
-            metrics_require_rbac=read.boolean("metrics_require_rbac"),
-            metrics_cert_dir=read.text("metrics_cert_dir"),
-            health_probe_bind_address=read.text(
-                "health_probe_bind_address", _SERVING.health_probe_bind_address
-            ),
-            custom_metrics_bind_address=read.text(
-                "custom_metrics_bind_address", _SERVING.custom_metrics_bind_address
-            ),
-        ),
-        webhooks=sections.WebhookSettings(
-            enabled=environ.get("ENABLE_WEBHOOKS", "").strip().lower() != "false",
-            port=read.whole("webhook_port", _WEBHOOKS.port),
-            host=read.text("webhook_host"),
-            cert_dir=Path(read.text("webhook_cert_dir", str(_WEBHOOKS.cert_dir))),
-            client_ca=Path(read.text("webhook_client_ca"))
-            if read.text("webhook_client_ca")
-            else None,
-            max_concurrent=max(1, read.whole("webhook_max_concurrent", _WEBHOOKS.max_concurrent)),
-        ),
+        serving=_serving(read),
+        webhooks=_webhooks(read, environ=environ),
         logging=logging_section,
+    )
+
+
+def _merged(
+    flags: Mapping[str, object], *, given: frozenset[str], log: logging.Logger
+) -> dict[str, object]:
+    """``flags`` with the ``--config`` file's values under them: a flag named on the
+    command line wins over the file."""
+    for names in _EXCLUSIVE:
+        if set(names) <= given:
+            raise errors.ConfigError(f"only one of {' and '.join(names)} may be set")
+    merged = dict(flags)
+    config = Flags(flags).text("config")
+    if config:
+        for dest, value in manager_file.load(Path(config), log=log).items():
+            if not given & set(manager_file.FLAGS_OF.get(dest, ())):
+                merged[dest] = value  # a flag on the command line wins over the file
+    return merged
+
+
+def _checked(read: Flags, *, environ: Mapping[str, str]) -> bool:
+    """Refuse the combinations of flags and environment that cannot run; whether the
+    runner is sharded (``--sharded``, else ``$SHARDED``)."""
+    sharded = (
+        read.boolean("sharded")
+        if read.get("sharded") is not None
+        else _env_bool(environ, "SHARDED", default=False)
+    )
+    if sharded and read.boolean("leader_elect"):
+        # Two ways of deciding who reconciles: one leader, or a share per replica.
+        raise errors.ConfigError("--sharded and --leader-elect are mutually exclusive")
+    timeout = read.number("reconcile_timeout", sections.DEFAULT_RECONCILE_TIMEOUT)
+    if timeout < 0:
+        raise errors.ConfigError(f"--reconcile-timeout must not be negative, saw {timeout:g}s")
+    if read.boolean("metrics_require_rbac") and not read.boolean("metrics_secure"):
+        # A scraper's bearer token must never cross the network in clear text.
+        raise errors.ConfigError("--metrics-require-rbac needs --metrics-secure")
+    inventory = environ.get("ANSIBLE_INVENTORY", "")
+    for source in (s.strip() for s in inventory.split(",")):
+        if source and not Path(source).exists():
+            raise errors.ConfigError(f"$ANSIBLE_INVENTORY: no such file or directory: {source}")
+    return sharded
+
+
+def _ansible(
+    read: Flags,
+    *,
+    gvks: Iterable[GVK],
+    environ: Mapping[str, str],
+    roles_path: tuple[str, ...],
+    collections_path: tuple[str, ...],
+    debug_logs: bool,
+) -> sections.AnsibleSettings:
+    log_events = read.get("ansible_log_events")
+    return sections.AnsibleSettings(
+        verbosity=read.whole("ansible_verbosity", _ANSIBLE.verbosity),
+        verbosities=verbosities(gvks=gvks, environ=environ),
+        args=read.text("ansible_args"),
+        roles_path=roles_path,
+        collections_path=collections_path,
+        log_events=log_events
+        if isinstance(log_events, sections.LogEvents)
+        else sections.LogEvents.CHANGES
+        if read.boolean("zap_devel")
+        else sections.LogEvents.TASKS,
+        debug_logs=debug_logs,
+        runner_dir=Path(read.text("runner_dir", str(sections.DEFAULT_RUNNER_DIR))),
+        warm=read.boolean("warm")
+        if read.get("warm") is not None
+        else _env_bool(environ, options.WARM_ENV, default=True),
+        warm_launcher_max_runs=read.whole(
+            "warm_launcher_max_runs", _ANSIBLE.warm_launcher_max_runs
+        ),
+        warm_launcher_max_rss=read.whole("warm_launcher_max_rss", _ANSIBLE.warm_launcher_max_rss),
+        artifacts_max_bytes=read.whole(
+            "max_runner_artifacts_size", sections.DEFAULT_ARTIFACTS_MAX_BYTES
+        ),
+    )
+
+
+def _serving(read: Flags) -> sections.ServingSettings:
+    return sections.ServingSettings(
+        metrics_bind_address=read.text("metrics_bind_address", _SERVING.metrics_bind_address),
+        metrics_secure=read.boolean("metrics_secure"),
+        metrics_require_rbac=read.boolean("metrics_require_rbac"),
+        metrics_cert_dir=read.text("metrics_cert_dir"),
+        health_probe_bind_address=read.text(
+            "health_probe_bind_address", _SERVING.health_probe_bind_address
+        ),
+        custom_metrics_bind_address=read.text(
+            "custom_metrics_bind_address", _SERVING.custom_metrics_bind_address
+        ),
+    )
+
+
+def _webhooks(read: Flags, *, environ: Mapping[str, str]) -> sections.WebhookSettings:
+    return sections.WebhookSettings(
+        enabled=environ.get("ENABLE_WEBHOOKS", "").strip().lower() != "false",
+        port=read.whole("webhook_port", _WEBHOOKS.port),
+        host=read.text("webhook_host"),
+        cert_dir=Path(read.text("webhook_cert_dir", str(_WEBHOOKS.cert_dir))),
+        client_ca=Path(read.text("webhook_client_ca")) if read.text("webhook_client_ca") else None,
+        max_concurrent=max(1, read.whole("webhook_max_concurrent", _WEBHOOKS.max_concurrent)),
     )
 
 

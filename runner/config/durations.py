@@ -2,7 +2,7 @@
 
 watches.yaml's ``reconcilePeriod`` and ``reconcileTimeout`` are written as Go durations
 (operator-sdk decodes them with Go), so a file valid there loads the same here; the flags
-of the same meaning accept them too. Callers use it as ``watches.parse_duration``.
+of the same meaning accept them too. Callers use it as ``durations.parse``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 :mod:`runner.config.watches` builds these values once at start-up; the stages after it
 (watch → queue → reconcile → ansible → status) only read them. They are frozen, and hold
 operator-sdk's defaults already filled in, so no stage knows the file's spelling or its
-defaults. Callers name them as ``watches.Watch``, ``watches.Role`` and ``watches.Finalizer``.
+defaults. Callers name them from here: ``entry.Watch``, ``entry.Role``, ``entry.Finalizer``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.config import admission, selector
+from runner.config import admission
+
+# Named apart: the field ``Watch.selector`` hides the module inside the class body.
+from runner.config import selector as selector_mod
 from runner.kube import types as kube
 
 DEFAULT_MAX_RUNNER_ARTIFACTS = 20
@@ -38,10 +41,6 @@ class Finalizer:
     vars: Mapping[str, Any] = field(hash=False)
 
 
-# The field ``Watch.selector`` hides the module inside the class body.
-_LabelSelector = selector.LabelSelector
-
-
 @dataclass(frozen=True)
 class Watch:
     """One entry of watches.yaml, with operator-sdk's defaults filled in."""
@@ -57,7 +56,7 @@ class Watch:
     max_runner_artifacts: int
     finalizer: Finalizer | None
     blacklist: frozenset[kube.GVK]
-    selector: selector.LabelSelector
+    selector: selector_mod.LabelSelector
     snake_case_parameters: bool
     mark_unsafe: bool
     watch_annotations_changes: bool
@@ -75,5 +74,7 @@ class Watch:
     # The cache budget (runner.watch.budget): dependent informers hold only children this
     # selector selects (``selector`` filters primaries only, as in ansible-operator), and
     # Secrets whole only when cacheSecrets is true.
-    dependent_selector: _LabelSelector = field(default_factory=_LabelSelector)
+    dependent_selector: selector_mod.LabelSelector = field(
+        default_factory=selector_mod.LabelSelector
+    )
     cache_secrets: bool = False

@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Callable
 
 from runner.base import logs
-from runner.config import quantity, sections, watches
+from runner.config import durations, quantity, sections
 
 
 def boolean(text: str) -> bool:
@@ -26,7 +26,7 @@ def boolean(text: str) -> bool:
 
 def duration(text: str) -> float:
     try:
-        return watches.parse_duration(text)
+        return durations.parse(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 

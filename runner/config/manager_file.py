@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from runner.base import errors
-from runner.config import watches
+from runner.config import durations
 
 #: A ControllerManagerConfig key path → the setting it gives (controller-runtime v1alpha1).
 _MANAGER_CONFIG = {
@@ -81,7 +81,7 @@ def _config_value(path: Path, where: tuple[str, ...], name: str, value: object) 
     field_name = ".".join(where)
     if name in _DURATIONS:
         try:
-            return watches.parse_duration(str(value))
+            return durations.parse(str(value))
         except ValueError as exc:
             raise errors.ConfigError(f"--config={path}: {field_name}: {exc}") from exc
     if name == "leader_elect":

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.base import errors
-from runner.config import sections, watches
+from runner.config import entry, sections
 from runner.kube.types import GVK
 
 #: Environment variable that turns warm execution off (``false``) unless the flag is given.
@@ -38,7 +38,7 @@ class Settings:
     """What the whole process shares, and one section per stage that reads the rest."""
 
     watches_file: Path
-    watches: tuple[watches.Watch, ...] = ()
+    watches: tuple[entry.Watch, ...] = ()
     kubeconfig: str | None = None
     watch_namespaces: tuple[str, ...] = ()  # empty: all namespaces
     graceful_shutdown_timeout: float = 30.0

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable
 from runner.base import clock, errors
 from runner.config import sections
 from runner.kube import client as client_mod
-from runner.operations import exits, leader, metrics, sharding
+from runner.operations import exits, leader, sharding
+from runner.operations.metrics import runtime
 from runner.operations.sharding import metrics as shard_metrics
 
 #: Hands objects whose shard moved to this replica to their controllers.
@@ -36,7 +37,7 @@ def shards_for(
     election: sections.ElectionSettings,
     namespace: str,
     client: client_mod.Client,
-    registry: metrics.Metrics,
+    registry: runtime.Metrics,
 ) -> sharding.Shards:
     """This replica's shards (``--sharded``), their metrics registered; made before the
     controllers, which they gate."""

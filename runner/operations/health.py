@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from runner.base import errors, listener
+from runner.base import errors, http1, listener
 from runner.operations import peers
 from runner.watch import source
 
@@ -119,15 +119,15 @@ def serve(
 def handler_for(*, ready: Check, live: Live = lambda: None) -> listener.App:
     """/healthz (``live``) and /readyz (``ready``); GETs only, no body wanted."""
 
-    def handle(request: listener.Request) -> listener.Response:
+    def handle(request: http1.Request) -> http1.Response:
         if request.method != "GET":
-            return listener.text(405, "method not allowed")
+            return http1.text(405, "method not allowed")
         if request.path.startswith("/healthz"):
             reason = live()
-            return listener.text(200, "ok") if reason is None else listener.text(500, reason)
+            return http1.text(200, "ok") if reason is None else http1.text(500, reason)
         if request.path.startswith("/readyz"):
-            return listener.text(200, "ok") if ready() else listener.text(503, "caches not synced")
-        return listener.text(404, "not found")
+            return http1.text(200, "ok") if ready() else http1.text(503, "caches not synced")
+        return http1.text(404, "not found")
 
     # Probes every few seconds would drown the operator's logs: nothing is logged per request.
     return listener.App(handle=handle)

@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from runner import proxy
-from runner.ansible import launch
+from runner.ansible import launch, plan
 from runner.base import errors
-from runner.config import options, watches
+from runner.config import entry, options, sections
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
@@ -41,17 +41,21 @@ from runner.operations import (
     election,
     exits,
     health,
-    metrics,
     needs,
     primaries,
     runnables,
     runs,
     servers,
+    sharding,
 )
+from runner.operations.metrics import runtime
+from runner.proxy import metrics as api_metrics
 from runner.rbac import record as rbac_record
-from runner.reconcile import reconciler, startup
+from runner.reconcile import metrics as controller_metrics
+from runner.reconcile import startup
 from runner.status import recorder, rejection
 from runner.watch import dependents
+from runner.watch import metrics as informer_metrics
 from runner.webhook import service as webhook_service
 
 log = logging.getLogger("runner.manager")
@@ -101,6 +105,70 @@ def served(
         delay = min(delay * 2, 10.0)
 
 
+def _ansible_runner(
+    settings: options.Settings, *, registry: runtime.Metrics, groups: runnables.Runnables
+) -> launch.AnsibleRunner:
+    """The one Ansible runner, on warm launchers unless they are off."""
+    launchers = runs.launchers_for(settings.ansible, registry=registry)
+    if launchers is not None:
+        # Closed after the runs (closing kills whatever still runs), before the listeners.
+        groups.add(runnables.Group.LAUNCHERS, runnables.Hooks(on_stop=launchers.close))
+    return launch.AnsibleRunner(
+        launchers=launchers, artifacts=runs.artifact_budget(settings.ansible, log=log)
+    )
+
+
+def _shards(
+    settings: sections.ElectionSettings,
+    *,
+    namespace: str,
+    client: client_mod.Client,
+    registry: runtime.Metrics,
+) -> sharding.Shards | None:
+    """The sharded mode's gate, or None when one replica (or the leader) runs everything."""
+    if not settings.sharded:
+        return None
+    return election.shards_for(
+        election=settings, namespace=namespace, client=client, registry=registry
+    )
+
+
+def _add_workers(
+    groups: runnables.Runnables,
+    *,
+    owner_proxy: proxy.OwnerProxy | None,
+    workers: controllers.Controllers,
+    rejections: rejection.Reporter,
+) -> None:
+    """The workers' group: the proxy their runs talk through, the controllers, and the
+    Failure reporter of undecodable objects (workers are the writers: once they run,
+    statuses may be written too)."""
+    if owner_proxy is not None:
+        hooks = runnables.Hooks(on_start=owner_proxy.start, on_stop=owner_proxy.shutdown)
+        groups.add(runnables.Group.WORKERS, hooks)
+    groups.add(runnables.Group.WORKERS, workers)
+    groups.add(runnables.Group.WORKERS, runnables.Hooks(on_start=rejections.open))
+
+
+def _add_scrape_families(
+    registry: runtime.Metrics,
+    *,
+    client: client_mod.Client,
+    informers: caches.Caches,
+    workers: controllers.Controllers,
+) -> None:
+    """Families read at scrape time: each owner's collector, on the one registry."""
+    by_kind = workers.by_kind
+    registry.add(api_metrics.RequestCount(lambda: client.request_count))
+    registry.add(informer_metrics.InformerGauges(informers.held))
+    registry.add(
+        controller_metrics.KindGauges(
+            depth=lambda: {gvk: c.queue.depth() for gvk, c in by_kind.items()},
+            in_flight=lambda: {gvk: c.in_flight() for gvk, c in by_kind.items()},
+        )
+    )
+
+
 class Manager:
     """The runner process: its runnable groups, made from the settings, run until stopped."""
 
@@ -110,7 +178,7 @@ class Manager:
         self.client = client_mod.Client(self.client_config)
         self.stop_event = threading.Event()
         self.exit = exits.Exit(stop=self.stop_event)
-        self.metrics = metrics.Metrics()
+        self.metrics = runtime.Metrics()
         # What each watch's runs and the runtime asked of RBAC (GET /debug/rbac).
         self.rbac = rbac_record.Record(
             on_denied=lambda use: self.metrics.api_denied.labels(
@@ -164,13 +232,7 @@ class Manager:
         ``run_env``: what every Ansible run gets on top of its kubeconfig (the
         listeners' custom-metrics address, :attr:`servers.Servers.run_env`)."""
         settings = self.settings
-        launchers = runs.launchers_for(settings.ansible, registry=self.metrics)
-        if launchers is not None:
-            # Closed after the runs (closing kills whatever still runs), before the listeners.
-            self.runnables.add(runnables.Group.LAUNCHERS, runnables.Hooks(on_stop=launchers.close))
-        runner = launch.AnsibleRunner(
-            launchers=launchers, artifacts=runs.artifact_budget(settings.ansible, log=log)
-        )
+        runner = _ansible_runner(settings, registry=self.metrics, groups=self.runnables)
         cache = self.caches.get if settings.reconcile.cache_reads else None
         self.webhooks = webhook_service.build(
             settings=settings,
@@ -189,28 +251,12 @@ class Manager:
             )
         self.runnables.add(runnables.Group.CACHES, self.caches)
         events = recorder.Recorder(self.client)
-        if settings.reconcile.inject_owner_ref:
-            self.proxy = runs.owner_proxy(
-                reconcile=settings.reconcile,
-                entries=settings.watches,
-                client=self.client,
-                on_child=self.child_watch.saw,
-                cache=cache,
-                caches=self.caches.holds,
-                rbac=self.rbac,
-            )
-        environment: reconciler.RunEnvironment = self.proxy or runs.kubeconfig_environment(
-            self.client_config
-        )
-        shards = (
-            election.shards_for(
-                election=settings.election,
-                namespace=self.lease_namespace,
-                client=self.client,
-                registry=self.metrics,
-            )
-            if settings.election.sharded
-            else None
+        environment = self._run_environment(cache)
+        shards = _shards(
+            settings.election,
+            namespace=self.lease_namespace,
+            client=self.client,
+            registry=self.metrics,
         )
         cap = settings.reconcile.max_concurrent_runs
         self.controllers = controllers.Controllers(
@@ -243,7 +289,37 @@ class Manager:
                 leave=self.exit,
             ),
         )
-        # Primary objects the informers cannot decode get a Failure condition, once we lead.
+        rejections = self._watch(self.controllers, shards=shards)
+        _add_scrape_families(
+            self.metrics, client=self.client, informers=self.caches, workers=self.controllers
+        )
+        _add_workers(
+            self.runnables, owner_proxy=self.proxy, workers=self.controllers, rejections=rejections
+        )
+        self.caches.built()
+
+    def _run_environment(self, cache: proxy.CacheLookup | None) -> plan.Environment:
+        """What runs reach the API server through: the owner-injecting proxy (made here,
+        ``--inject-owner-ref``), else the operator's kubeconfig."""
+        settings = self.settings
+        if settings.reconcile.inject_owner_ref:
+            self.proxy = runs.owner_proxy(
+                reconcile=settings.reconcile,
+                entries=settings.watches,
+                client=self.client,
+                on_child=self.child_watch.saw,
+                cache=cache,
+                caches=self.caches.holds,
+                rbac=self.rbac,
+            )
+        return self.proxy or runs.kubeconfig_environment(self.client_config)
+
+    def _watch(
+        self, workers: controllers.Controllers, *, shards: sharding.Shards | None
+    ) -> rejection.Reporter:
+        """The primary and dependent watches feeding ``workers``; the reporter of primary
+        objects the informers cannot decode (they get a Failure condition, once we lead)."""
+        settings = self.settings
         rejections = rejection.Reporter(
             client=self.client,
             owns=lambda gvk, key: shards is None or shards.owns(gvk, key),
@@ -251,7 +327,7 @@ class Manager:
         primary = primaries.PrimaryWatches(
             client=self.client,
             discover=lambda gvk: served(self.client.resource, gvk, stop=self.stop_event),
-            controllers=self.controllers,
+            controllers=workers,
             caches=self.caches,
             needs=self.needs,
             rejections=rejections,
@@ -266,26 +342,11 @@ class Manager:
             namespaces=settings.watch_namespaces,
             stop=self.stop_event,
             watches_by_gvk={w.gvk: w for w in settings.watches},
-            enqueue_for=self.controllers.enqueue_for(),
+            enqueue_for=workers.enqueue_for(),
             owner_namespaced={gvk: r.namespaced for gvk, r in primary.resources.items()},
             is_own_write=self.proxy.is_own_write if self.proxy else (lambda obj: False),
         )
-        by_kind = self.controllers.by_kind
-        self.metrics.add_api_counter(lambda: self.client.request_count)
-        self.metrics.add_informer_gauges(self.caches.held)
-        self.metrics.add_queue_gauges(
-            depth=lambda: {gvk: c.queue.depth() for gvk, c in by_kind.items()},
-            in_flight=lambda: {gvk: c.in_flight() for gvk, c in by_kind.items()},
-        )
-        if self.proxy is not None:
-            self.runnables.add(
-                runnables.Group.WORKERS,
-                runnables.Hooks(on_start=self.proxy.start, on_stop=self.proxy.shutdown),
-            )
-        self.runnables.add(runnables.Group.WORKERS, self.controllers)
-        # Workers are the writers: once they run, statuses may be written too.
-        self.runnables.add(runnables.Group.WORKERS, runnables.Hooks(on_start=rejections.open))
-        self.caches.built()
+        return rejections
 
     # -- development mode (runner.tools.devloop) ------------------------------------
 
@@ -295,7 +356,7 @@ class Manager:
             return 0
         return self.controllers.requeue(gvk, namespaces=self.caches.namespaces(gvk))
 
-    def replace_watches(self, loaded: Sequence[watches.Watch]) -> bool:
+    def replace_watches(self, loaded: Sequence[entry.Watch]) -> bool:
         """Take edited watches in place (controllers, webhooks, the proxy's blacklists);
         False when only a new start applies them (kinds, filters, webhook paths changed)."""
         if not webhook_service.reloadable(self.webhooks, loaded, settings=self.settings.webhooks):

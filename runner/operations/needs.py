@@ -9,7 +9,7 @@ manager wires each watch and as each dependent watch starts.
 
 from __future__ import annotations
 
-from runner.config import sections, watches
+from runner.config import entry, sections
 from runner.kube.types import GVK, Resource
 from runner.rbac import record as rbac_record
 from runner.rbac import rules as rbac_rules
@@ -34,7 +34,7 @@ class RuntimeNeeds:
         self._election = election
         self._lease_namespace = lease_namespace
 
-    def primary(self, watch: watches.Watch, resource: Resource) -> None:
+    def primary(self, watch: entry.Watch, resource: Resource) -> None:
         """What the runtime asks of the API server for ``watch``, whatever its role does."""
         uses = list(
             rbac_runtime.primary(

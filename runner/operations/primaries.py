@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from runner.base import errors
-from runner.config import watches
+from runner.config import entry
 from runner.kube import client as client_mod
 from runner.kube import errors as kube_errors
 from runner.kube.types import GVK, Resource
@@ -50,7 +50,7 @@ class PrimaryWatches:
         self.resources: dict[GVK, Resource] = {}  # how the cluster serves each watched kind
 
     def add_all(
-        self, entries: Sequence[watches.Watch], *, watches_file: Path, namespaces: Sequence[str]
+        self, entries: Sequence[entry.Watch], *, watches_file: Path, namespaces: Sequence[str]
     ) -> None:
         if not entries:
             log.warning(
@@ -70,9 +70,7 @@ class PrimaryWatches:
                 ) from e
             self.add(watch, resource, namespaces=list(namespaces) or [None])
 
-    def add(
-        self, watch: watches.Watch, resource: Resource, *, namespaces: list[str | None]
-    ) -> None:
+    def add(self, watch: entry.Watch, resource: Resource, *, namespaces: list[str | None]) -> None:
         self.resources[watch.gvk] = resource
         self._needs.primary(watch, resource)
         ctrl = self._controllers.add(watch, cache=self._caches.lookup(watch.gvk))

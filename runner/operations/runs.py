@@ -14,18 +14,18 @@ from collections.abc import Callable, Sequence
 
 from runner import proxy, warm
 from runner.ansible import retention
-from runner.config import sections, watches
+from runner.config import entry, sections
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
 from runner.kube.types import GVK
-from runner.operations import metrics
+from runner.operations.metrics import runtime
 from runner.rbac import record as rbac_record
 from runner.reconcile import reconciler, startup
 from runner.warm import metrics as warm_metrics
 
 
 def launchers_for(
-    ansible: sections.AnsibleSettings, *, registry: metrics.Metrics
+    ansible: sections.AnsibleSettings, *, registry: runtime.Metrics
 ) -> warm.Launchers | None:
     """The warm launchers (None with ``--warm=false``), their metrics registered."""
     if not ansible.warm:
@@ -56,7 +56,7 @@ def artifact_budget(
 def owner_proxy(
     *,
     reconcile: sections.ReconcileSettings,
-    entries: Sequence[watches.Watch],
+    entries: Sequence[entry.Watch],
     client: client_mod.Client,
     on_child: proxy.ChildObserver,
     cache: proxy.CacheLookup | None,

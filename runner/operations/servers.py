@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from runner.base import listener
 from runner.config import sections
 from runner.kube import client as client_mod
-from runner.operations import access, health, metrics, peers
+from runner.operations import access, health, peers
+from runner.operations.metrics import endpoint, runtime
 from runner.rbac import record as rbac_record
 
 #: Where a role posts custom metrics (osdk_metric), in every run's environment.
@@ -31,7 +32,7 @@ class Servers:
         *,
         serving: sections.ServingSettings,
         client: client_mod.Client,
-        registry: metrics.Metrics,
+        registry: runtime.Metrics,
         rbac: rbac_record.Record,
         ready: health.Check,
         live: health.Live,
@@ -45,17 +46,17 @@ class Servers:
                 name="health",
             )
         )
-        authorize: metrics.Authorize | None = None
+        authorize: endpoint.Authorize | None = None
         if serving.metrics_require_rbac:
             authorize = _authorize(access.TokenAuthorizer(client))
         # /debug/rbac from another host: a token allowed that path, whatever the flags say.
-        rbac_authorize = _authorize(access.TokenAuthorizer(client, path=metrics.DEBUG_RBAC))
+        rbac_authorize = _authorize(access.TokenAuthorizer(client, path=endpoint.DEBUG_RBAC))
         metrics_on = serving.metrics_bind_address not in ("", "0")
         self._keep(
             health.listen(
                 flag="--metrics-bind-address",
                 address=serving.metrics_bind_address,
-                handler=metrics.exposition_handler(
+                handler=endpoint.exposition_handler(
                     registry,
                     authorize=authorize,
                     rbac=rbac.snapshot,
@@ -71,7 +72,7 @@ class Servers:
             health.listen(
                 flag="--custom-metrics-bind-address",
                 address=serving.custom_metrics_bind_address,
-                handler=metrics.custom_handler(registry),
+                handler=endpoint.custom_handler(registry),
                 name="custom-metrics",
                 default_host="127.0.0.1",
             )
@@ -97,6 +98,6 @@ class Servers:
         return True
 
 
-def _authorize(authorizer: access.TokenAuthorizer) -> metrics.Authorize:
+def _authorize(authorizer: access.TokenAuthorizer) -> endpoint.Authorize:
     """The endpoint's check: ``authorizer``'s verdict, each client rate-limited apart."""
     return lambda header: authorizer.check(header, client=peers.current()).value

@@ -45,6 +45,10 @@ Inside, modules import only downward (an import-linter contract): ``server``
 over ``reads``, ``marking`` and ``audit``, over ``writes``, over ``sessions``,
 over ``routing``, ``listener`` and ``ownership``. Of the runtime, the request
 path imports only :mod:`runner.kube`, :mod:`runner.base` and :mod:`runner.rbac`.
+
+Public API (``__all__``, what the rest of the runtime imports from here):
+:class:`OwnerProxy`, and :data:`CacheLookup`, :data:`ChildObserver` and
+:class:`RefusedWrite`, what its callers give it or get from it.
 """
 
 from __future__ import annotations

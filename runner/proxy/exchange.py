@@ -26,7 +26,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from runner.kube import errors as kube_errors
 from runner.kube import paths
-from runner.kube.client import APPLY_PATCH, JSON, Client
+from runner.kube.client import APPLY_PATCH, Client
+from runner.kube.transport import JSON
 from runner.kube.types import KubeObject, Resource
 from runner.proxy import audit, marking, ownership, reads, routing, sessions, writes
 

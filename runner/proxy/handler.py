@@ -21,12 +21,12 @@ import logging
 import socket
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from runner.kube import errors as kube_errors
 from runner.kube import tunnel
-from runner.kube.client import TransportError
+from runner.kube.transport import TransportError
 from runner.proxy import exchange, listener, routing, sessions
 
 log = logging.getLogger("runner.proxy")
@@ -86,228 +86,237 @@ def _allowed_read_only(method: str, query: Mapping[str, list[str]]) -> bool:
     return routing.read_only_method(method, query)
 
 
-def handler_for(services: exchange.Services) -> type[BaseHTTPRequestHandler]:
-    """The request handler class of a proxy made of ``services``."""
+class Handler(listener.BoundedHandler):
+    """One proxy connection's requests; :func:`handler_for` binds the proxy's services."""
 
-    class Handler(listener.BoundedHandler):
-        def setup(self) -> None:
-            super().setup()
-            # Without this, Nagle + delayed ACK adds ~40 ms to every small response.
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    services: ClassVar[exchange.Services]
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass  # request logs would repeat every module call; errors are logged explicitly
+    def setup(self) -> None:
+        super().setup()
+        # Without this, Nagle + delayed ACK adds ~40 ms to every small response.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            self.begin_body()
-            self._handle()
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # request logs would repeat every module call; errors are logged explicitly
 
-        do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_GET  # noqa: N815
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.begin_body()
+        self._handle()
 
-        def _send(
-            self, code: int, body: bytes, headers: Iterable[tuple[str, str]] | None = None
-        ) -> None:
-            headers = list(headers or [("Content-Type", "application/json")])
-            self.send_response(code)
-            for key, value in headers:
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(body)))
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_GET  # noqa: N815
 
-        def _refuse(self, code: int, reason: str, message: str) -> None:
-            """Answer without reading the body: the connection cannot serve another request."""
+    def _send(
+        self, code: int, body: bytes, headers: Iterable[tuple[str, str]] | None = None
+    ) -> None:
+        headers = list(headers or [("Content-Type", "application/json")])
+        self.send_response(code)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _refuse(self, code: int, reason: str, message: str) -> None:
+        """Answer without reading the body: the connection cannot serve another request."""
+        self.close_connection = True
+        self._send(code, _status_body(code, reason, message))
+
+    def _body(self) -> tuple[bool, bytes | None]:
+        """The request body, once the token is known: (False, None) if refused here."""
+        if self.headers.get("Transfer-Encoding"):
+            self._refuse(411, "LengthRequired", "send the body with a Content-Length")
+            return False, None
+        lengths = self.headers.get_all("Content-Length") or []
+        length = _content_length(lengths[0] if lengths else None)
+        if length is None or len(set(lengths)) > 1:
+            self._refuse(400, "BadRequest", "Content-Length is not a non-negative number")
+            return False, None
+        if length > listener.MAX_BODY:
+            message = f"request body of {length} bytes is larger than {listener.MAX_BODY}"
+            self._refuse(413, "RequestEntityTooLarge", message)
+            return False, None
+        if not length:
+            return True, None
+        try:
+            return True, self.read_body(length)
+        except OSError:  # too slow, or gone: nothing is answered
             self.close_connection = True
-            self._send(code, _status_body(code, reason, message))
+            return False, None
 
-        def _body(self) -> tuple[bool, bytes | None]:
-            """The request body, once the token is known: (False, None) if refused here."""
-            if self.headers.get("Transfer-Encoding"):
-                self._refuse(411, "LengthRequired", "send the body with a Content-Length")
-                return False, None
-            lengths = self.headers.get_all("Content-Length") or []
-            length = _content_length(lengths[0] if lengths else None)
-            if length is None or len(set(lengths)) > 1:
-                self._refuse(400, "BadRequest", "Content-Length is not a non-negative number")
-                return False, None
-            if length > listener.MAX_BODY:
-                message = f"request body of {length} bytes is larger than {listener.MAX_BODY}"
-                self._refuse(413, "RequestEntityTooLarge", message)
-                return False, None
-            if not length:
-                return True, None
+    def _handle(self) -> None:
+        try:
+            token, self.path = routing.route(self.path, self.headers.get("Authorization", ""))
+        except routing.BadTargetError as exc:
+            self._refuse(400, "BadRequest", f"not a run's API path: {exc}")
+            return
+        session = self.services.sessions.get(token) if token else None
+        if session is None:
+            self._refuse(401, "Unauthorized", "no live run owns this token")
+            return
+        ok, body = self._body()
+        if not ok:
+            return
+        refusal = (
+            routing.read_only_refusal(self.command, self.path, upgrade=self._upgrading())
+            if self.services.read_only
+            else None
+        )
+        if refusal is not None:
+            self.services.audit.refuse(self.command, self.path, body)
+            self.services.audit.account(session, method=self.command, path=self.path)
+            path = urlsplit(self.path).path
+            message = f"read-only proxy: {self.command} {path} refused: {refusal}"
+            self._send(403, _status_body(403, "Forbidden", message))
+            return
+        if self.headers.get("Upgrade"):
+            self._switch(session, body)  # exec, attach, port-forward
+            return
+        self._forward(session, body)
+
+    def _upgrading(self) -> bool:
+        """Whether the request asks to switch protocols (exec, attach, port-forward)."""
+        connection = {t.strip().lower() for t in self.headers.get("Connection", "").split(",")}
+        return bool(self.headers.get("Upgrade")) or "upgrade" in connection
+
+    def _forward(self, session: sessions.Session, body: bytes | None) -> None:
+        hit = [("Content-Type", "application/json"), ("X-Cache", "HIT")]
+        version = self.services.version
+        asks_version = self.command == "GET" and urlsplit(self.path).path == "/version"
+        if asks_version and version is not None:
+            # Every kubernetes.core task asks; it changes only with an API server
+            # upgrade, and a stale answer only affects client-side version checks.
+            self._send(200, version, hit)
+            return
+        request = exchange.Exchange(
+            self.services,
+            session,
+            method=self.command,
+            path=self.path,
+            content_type=self.headers.get("Content-Type", ""),
+        )
+        if self.command == "GET":
+            cached = request.cached()
+            if cached is not None:
+                self._send(200, cached, hit)
+                return
+        headers = {k: v for k, v in self.headers.items() if k.lower() in _FORWARDED_HEADERS}
+        body, headers = request.outgoing(body, headers)
+        with request.write(body) as write:
             try:
-                return True, self.read_body(length)
-            except OSError:  # too slow, or gone: nothing is answered
-                self.close_connection = True
-                return False, None
-
-        def _handle(self) -> None:
-            try:
-                token, self.path = routing.route(self.path, self.headers.get("Authorization", ""))
-            except routing.BadTargetError as exc:
-                self._refuse(400, "BadRequest", f"not a run's API path: {exc}")
-                return
-            session = services.sessions.get(token) if token else None
-            if session is None:
-                self._refuse(401, "Unauthorized", "no live run owns this token")
-                return
-            ok, body = self._body()
-            if not ok:
-                return
-            refusal = (
-                routing.read_only_refusal(self.command, self.path, upgrade=self._upgrading())
-                if services.read_only
-                else None
-            )
-            if refusal is not None:
-                services.audit.refuse(self.command, self.path, body)
-                services.audit.account(session, method=self.command, path=self.path)
-                path = urlsplit(self.path).path
-                message = f"read-only proxy: {self.command} {path} refused: {refusal}"
-                self._send(403, _status_body(403, "Forbidden", message))
-                return
-            if self.headers.get("Upgrade"):
-                self._switch(session, body)  # exec, attach, port-forward
-                return
-            self._forward(session, body)
-
-        def _upgrading(self) -> bool:
-            """Whether the request asks to switch protocols (exec, attach, port-forward)."""
-            connection = {t.strip().lower() for t in self.headers.get("Connection", "").split(",")}
-            return bool(self.headers.get("Upgrade")) or "upgrade" in connection
-
-        def _forward(self, session: sessions.Session, body: bytes | None) -> None:
-            hit = [("Content-Type", "application/json"), ("X-Cache", "HIT")]
-            version = services.version
-            asks_version = self.command == "GET" and urlsplit(self.path).path == "/version"
-            if asks_version and version is not None:
-                # Every kubernetes.core task asks; it changes only with an API server
-                # upgrade, and a stale answer only affects client-side version checks.
-                self._send(200, version, hit)
-                return
-            request = exchange.Exchange(
-                services,
-                session,
-                method=self.command,
-                path=self.path,
-                content_type=self.headers.get("Content-Type", ""),
-            )
-            if self.command == "GET":
-                cached = request.cached()
-                if cached is not None:
-                    self._send(200, cached, hit)
-                    return
-            headers = {k: v for k, v in self.headers.items() if k.lower() in _FORWARDED_HEADERS}
-            body, headers = request.outgoing(body, headers)
-            with request.write(body) as write:
-                try:
-                    upstream = services.client.forward(
-                        self.command,
-                        self.path,
-                        body=body,
-                        headers=headers,
-                        # Streams end with their run instead; an answer that turns out
-                        # to be a watch only by its content type keeps the bound.
-                        read_timeout=None if request.is_stream() else READ_TIMEOUT,
-                    )
-                except kube_errors.TransportError as exc:
-                    write.lost()
-                    self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
-                    return
-                status = upstream.status
-                services.audit.account(session, method=self.command, path=self.path, status=status)
-                try:
-                    if request.is_stream(upstream.headers.get("Content-Type", "")):
-                        self._relay_stream(session, upstream)
-                        return
-                    data = request.answer(status, upstream.read(decode_content=True), write)
-                    self._send(status, data, _relayed(upstream.headers))
-                    request.answered()
-                finally:
-                    upstream.release_conn()
-
-        def _switch(self, session: sessions.Session, body: bytes | None) -> None:
-            """Switch protocols with the API server and splice the two connections."""
-            self.close_connection = True  # the connection becomes the stream, or is done
-            headers = [(k, v) for k, v in self.headers.items() if k.lower() in _UPGRADE_HEADERS]
-            try:
-                answer = tunnel.open_upgrade(
-                    services.client.config,
-                    method=self.command,
-                    path=self.path,
-                    headers=headers,
+                upstream = self.services.client.forward(
+                    self.command,
+                    self.path,
                     body=body,
+                    headers=headers,
+                    # Streams end with their run instead; an answer that turns out
+                    # to be a watch only by its content type keeps the bound.
+                    read_timeout=None if request.is_stream() else READ_TIMEOUT,
                 )
             except kube_errors.TransportError as exc:
+                write.lost()
                 self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
                 return
-            services.audit.account(
-                session, method=self.command, path=self.path, status=answer.status
-            )
-            with contextlib.closing(answer.connection):
-                if answer.status != tunnel.SWITCHING_PROTOCOLS:
-                    names = {name.lower() for name in _RELAYED_HEADERS}
-                    relayed = [(k, v) for k, v in answer.headers if k.lower() in names]
-                    self._send(answer.status, answer.body, relayed)
+            status = upstream.status
+            self.services.audit.account(session, method=self.command, path=self.path, status=status)
+            try:
+                if request.is_stream(upstream.headers.get("Content-Type", "")):
+                    self._relay_stream(session, upstream)
                     return
-                near, far = self.connection, answer.connection
+                data = request.answer(status, upstream.read(decode_content=True), write)
+                self._send(status, data, _relayed(upstream.headers))
+                request.answered()
+            finally:
+                upstream.release_conn()
 
-                def close() -> None:
-                    tunnel.cut(near)
-                    tunnel.cut(far)
-
-                if not services.sessions.hold_stream(session, close):
-                    return  # the run ended meanwhile
-                try:
-                    self.send_response_only(answer.status, answer.reason)
-                    for key, value in answer.headers:
-                        self.send_header(key, value)
-                    self.end_headers()
-                    log.debug("stream switched", extra={"path": urlsplit(self.path).path})
-                    tunnel.splice(
-                        near=near,
-                        near_pending=tunnel.buffered(self.rfile, near),
-                        far=far,
-                        far_pending=answer.pending,
-                    )
-                except OSError:
-                    pass  # the client went away, or the run ended, before the splice
-                finally:
-                    services.sessions.drop_stream(session, close)
-
-        def _relay_stream(self, session: sessions.Session, upstream: Any) -> None:
-            near = self.connection
+    def _switch(self, session: sessions.Session, body: bytes | None) -> None:
+        """Switch protocols with the API server and splice the two connections."""
+        self.close_connection = True  # the connection becomes the stream, or is done
+        headers = [(k, v) for k, v in self.headers.items() if k.lower() in _UPGRADE_HEADERS]
+        try:
+            answer = tunnel.open_upgrade(
+                self.services.client.config,
+                method=self.command,
+                path=self.path,
+                headers=headers,
+                body=body,
+            )
+        except kube_errors.TransportError as exc:
+            self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
+            return
+        self.services.audit.account(
+            session, method=self.command, path=self.path, status=answer.status
+        )
+        with contextlib.closing(answer.connection):
+            if answer.status != tunnel.SWITCHING_PROTOCOLS:
+                names = {name.lower() for name in _RELAYED_HEADERS}
+                relayed = [(k, v) for k, v in answer.headers if k.lower() in names]
+                self._send(answer.status, answer.body, relayed)
+                return
+            near, far = self.connection, answer.connection
 
             def close() -> None:
-                # Ends the read the relay waits in; fails if the relay just closed it.
-                with contextlib.suppress(ValueError, RuntimeError, OSError):
-                    upstream.shutdown()
                 tunnel.cut(near)
+                tunnel.cut(far)
 
-            if not services.sessions.hold_stream(session, close):
-                upstream.close()
-                self._refuse(401, "Unauthorized", "no live run owns this token")
-                return
-            near.settimeout(None)  # a stream may stay quiet; it ends with its run
+            if not self.services.sessions.hold_stream(session, close):
+                return  # the run ended meanwhile
             try:
-                self.send_response(upstream.status)
-                for key, value in _relayed(upstream.headers):
+                self.send_response_only(answer.status, answer.reason)
+                for key, value in answer.headers:
                     self.send_header(key, value)
-                self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for chunk in upstream.stream(8192, decode_content=True):
-                    if chunk:
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                        self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-            except (OSError, TransportError):
-                self.close_connection = True  # either side went away, or the run ended
+                log.debug("stream switched", extra={"path": urlsplit(self.path).path})
+                tunnel.splice(
+                    near=near,
+                    near_pending=tunnel.buffered(self.rfile, near),
+                    far=far,
+                    far_pending=answer.pending,
+                )
+            except OSError:
+                pass  # the client went away, or the run ended, before the splice
             finally:
-                services.sessions.drop_stream(session, close)
-                upstream.close()  # a stream's connection is not reused
+                self.services.sessions.drop_stream(session, close)
 
-    return Handler
+    def _relay_stream(self, session: sessions.Session, upstream: Any) -> None:
+        near = self.connection
+
+        def close() -> None:
+            # Ends the read the relay waits in; fails if the relay just closed it.
+            with contextlib.suppress(ValueError, RuntimeError, OSError):
+                upstream.shutdown()
+            tunnel.cut(near)
+
+        if not self.services.sessions.hold_stream(session, close):
+            upstream.close()
+            self._refuse(401, "Unauthorized", "no live run owns this token")
+            return
+        near.settimeout(None)  # a stream may stay quiet; it ends with its run
+        try:
+            self.send_response(upstream.status)
+            for key, value in _relayed(upstream.headers):
+                self.send_header(key, value)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for chunk in upstream.stream(8192, decode_content=True):
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (OSError, TransportError):
+            self.close_connection = True  # either side went away, or the run ended
+        finally:
+            self.services.sessions.drop_stream(session, close)
+            upstream.close()  # a stream's connection is not reused
+
+
+def handler_for(services: exchange.Services) -> type[BaseHTTPRequestHandler]:
+    """The request handler class of a proxy made of ``services``."""
+    bound = services
+
+    class Bound(Handler):
+        services = bound
+
+    return Bound

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from runner.base import errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
-from runner.proxy import audit, exchange, handler, listener, marking, ownership, reads, sessions
+from runner.proxy import audit, exchange, handler, listener, marking, reads, sessions
 from runner.proxy import writes as writes_mod
 from runner.rbac import record as rbac_record
 
@@ -124,10 +124,6 @@ class OwnerProxy:
     ) -> contextlib.AbstractContextManager[Mapping[str, str]]:
         """A run's environment: a private kubeconfig naming this proxy and a fresh token."""
         return self._sessions.open(owner_obj, server=self.url)
-
-    def owner_for(self, token: str) -> ownership.Owner | None:
-        session = self._sessions.get(token)
-        return session.owner if session else None
 
     def is_own_write(self, obj: KubeObject) -> bool:
         """True if ``obj`` is exactly the version one of our runs wrote (an echo).

@@ -47,11 +47,6 @@ class Priority(IntEnum):
     EVENT = 0  # a watch event: someone just changed something
 
 
-#: The metrics' view of the queue (:mod:`runner.queue.meter`), named here for its callers.
-Observer = meter.Observer
-Stats = meter.Stats
-
-
 @dataclass(frozen=True, slots=True)
 class _Entry:
     priority: Priority
@@ -73,7 +68,7 @@ class WorkQueue:
         clock: Clock | None = None,
         base_delay: float = 1.0,
         max_delay: float = 300.0,
-        observer: Observer | None = None,
+        observer: meter.Observer | None = None,
     ) -> None:
         self._clock: Clock = clock or MonotonicClock()
         self._backoff = backoff.Backoff(base_delay=base_delay, max_delay=max_delay)
@@ -219,7 +214,7 @@ class WorkQueue:
         with self._cond:
             return len(self._processing)
 
-    def stats(self) -> Stats:
+    def stats(self) -> meter.Stats:
         """Counts and ages for client-go's ``workqueue_*`` metrics, read at scrape time."""
         with self._cond:
             now = self._clock.now()

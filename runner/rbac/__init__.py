@@ -11,8 +11,3 @@ reconciler and the manager feed the record; ``GET /debug/rbac`` and
 A low layer: imports only :mod:`runner.kube` (and the standard library), so every
 stage above may call it.
 """
-
-from runner.rbac.record import Denial, Record, needs_message
-from runner.rbac.rules import Rule, Use, rules_of, use_of
-
-__all__ = ["Denial", "Record", "Rule", "Use", "needs_message", "rules_of", "use_of"]

@@ -31,7 +31,6 @@ from runner.rbac import names
 #: answered from the runtime's informers, or the runtime's own requests.
 RUN, CACHE, RUNTIME = "run", "cache", "runtime"
 SOURCES = (RUN, CACHE, RUNTIME)
-VERBS = names.VERBS
 READS = frozenset({"get", "list", "watch"})
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
-from runner.config import watches
+from runner.config import entry
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import KubeObject
@@ -24,16 +24,16 @@ class Finalizer:
         self._client = client
 
     @staticmethod
-    def present(obj: KubeObject, *, watch: watches.Watch) -> bool:
+    def present(obj: KubeObject, *, watch: entry.Watch) -> bool:
         """The watch has a finalizer and ``obj`` carries it."""
         finalizers = (obj.get("metadata") or {}).get("finalizers") or []
         return watch.finalizer is not None and watch.finalizer.name in finalizers
 
-    def add(self, obj: KubeObject, *, watch: watches.Watch) -> KubeObject:
+    def add(self, obj: KubeObject, *, watch: entry.Watch) -> KubeObject:
         """``obj`` with the finalizer added, as the API server returned it."""
         return self._set(obj, watch=watch, add=True)
 
-    def remove(self, obj: KubeObject, *, watch: watches.Watch) -> None:
+    def remove(self, obj: KubeObject, *, watch: entry.Watch) -> None:
         """Remove the finalizer from the live CR, if it is still ``obj`` (same uid)."""
         meta = obj["metadata"]
         with contextlib.suppress(kube_errors.NotFoundError):
@@ -41,7 +41,7 @@ class Finalizer:
             if live["metadata"].get("uid") == meta.get("uid"):
                 self._set(live, watch=watch, add=False)
 
-    def _set(self, obj: KubeObject, *, watch: watches.Watch, add: bool) -> KubeObject:
+    def _set(self, obj: KubeObject, *, watch: entry.Watch, add: bool) -> KubeObject:
         assert watch.finalizer is not None
         name = watch.finalizer.name
         meta = obj["metadata"]

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from runner.config import options, watches
+from runner.config import durations, options
 
 T = TypeVar("T", int, float)
 
@@ -82,7 +82,7 @@ def reconcile_period(text: str | None, *, default: float) -> Bounded[float]:
     is not a duration (the reconciler reports a Failure, as operator-sdk does)."""
     if not text:
         return Bounded(default)
-    seconds = watches.parse_duration(text)
+    seconds = durations.parse(text)
     floor = min(MIN_RECONCILE_PERIOD, default) if default > 0 else MIN_RECONCILE_PERIOD
     if 0 < seconds < floor:
         name = options.RECONCILE_PERIOD_ANNOTATION

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from runner.ansible import launch
 from runner.base import errors, logs
-from runner.config import watches
+from runner.config import entry
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
@@ -59,7 +59,7 @@ class Progress:
         # has none (a CRD that gains one later needs a restart of the runner).
         self._subresource = "status"
 
-    def refused(self, obj: KubeObject, *, watch: watches.Watch, message: str) -> None:
+    def refused(self, obj: KubeObject, *, watch: entry.Watch, message: str) -> None:
         """The CR cannot run as it is (an unparsable annotation): Failure for this generation."""
         if watch.manage_status:
             self.write(
@@ -68,12 +68,12 @@ class Progress:
                 observed=obj["metadata"].get("generation"),  # this generation was seen, and refused
             )
 
-    def paused(self, obj: KubeObject, *, watch: watches.Watch) -> None:
+    def paused(self, obj: KubeObject, *, watch: entry.Watch) -> None:
         """Paused=True: the CR is not reconciled until the annotation goes."""
         if watch.manage_status:
             self.write(obj, lambda c: conditions.mark_paused(c, now=_now()))
 
-    def waiting(self, obj: KubeObject, *, watch: watches.Watch) -> None:
+    def waiting(self, obj: KubeObject, *, watch: entry.Watch) -> None:
         """Reconciling=True, WaitingForSlot: the run is queued behind --max-concurrent-runs
         (Running comes when it has its slot). Best effort: the wait goes on regardless."""
         if not watch.manage_status:
@@ -84,7 +84,7 @@ class Progress:
             log.debug("could not write WaitingForSlot", extra={"error": str(exc)})
 
     def running(
-        self, obj: KubeObject, *, watch: watches.Watch, why: trigger.Trigger
+        self, obj: KubeObject, *, watch: entry.Watch, why: trigger.Trigger
     ) -> Started | None:
         """Running=True, and the children record begun; None when the CR was deleted (or
         re-created) before its run, which must then not run."""
@@ -109,7 +109,7 @@ class Progress:
         obj: KubeObject,
         result: launch.RunResult,
         *,
-        watch: watches.Watch,
+        watch: entry.Watch,
         started: Started,
         finalizing: bool,
     ) -> None:
@@ -141,7 +141,7 @@ class Progress:
             )
 
     def run_step_failed(
-        self, obj: KubeObject, exc: Exception, *, watch: watches.Watch, log: logs.BoundLogger
+        self, obj: KubeObject, exc: Exception, *, watch: entry.Watch, log: logs.BoundLogger
     ) -> str:
         """Report a run that could not be carried out: Failure (Running off), a Warning
         Event; returns the message."""
@@ -222,7 +222,7 @@ def failure_message(result: launch.RunResult) -> str:
     """operator-sdk's Failure message: each failed task's message, one per line; we also
     name the task so the status says where it broke."""
     if not result.failed_tasks:
-        return "unknown playbook failure"
+        return errors.UNKNOWN_FAILURE
     return "\n".join(f"{task.task}: {task.message}" for task in result.failed_tasks)
 
 

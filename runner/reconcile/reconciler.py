@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from runner.ansible import launch, plan
 from runner.base import errors, logs
-from runner.config import options, sections, watches
+from runner.config import entry, options, sections
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey, make_key, split_key
@@ -79,6 +79,8 @@ class ReconcileFailed(errors.ReconcileError):
 #: Gives each Ansible run the environment its modules use to reach the API server: the
 #: owner-injecting proxy's per-run kubeconfig that identifies the owner, or
 #: :class:`StaticEnvironment`, the operator's own kubeconfig.
+#: An alias of :data:`runner.ansible.plan.Environment`, kept (an allow-listed alias in
+#: tests/test_architecture.py) while runner/operations/controllers.py names it here.
 RunEnvironment = plan.Environment
 
 
@@ -96,7 +98,6 @@ class StaticEnvironment:
 
 
 Cache = Callable[[ObjectKey], KubeObject | None]
-RunObserver = run.RunObserver
 
 
 class Reconciler:
@@ -109,14 +110,14 @@ class Reconciler:
     def __init__(
         self,
         *,
-        watch: watches.Watch,
+        watch: entry.Watch,
         reconcile: sections.ReconcileSettings,
         ansible: sections.AnsibleSettings,
         client: Client,
         runner: launch.AnsibleRunner,
-        environment: RunEnvironment,
+        environment: plan.Environment,
         cache: Cache | None = None,
-        on_run: RunObserver | None = None,
+        on_run: run.RunObserver | None = None,
         events: recorder.Recorder | None = None,
         run_env: Mapping[str, str] | None = None,
         rbac: rbac_record.Record | None = None,
@@ -203,7 +204,7 @@ class Reconciler:
         self,
         obj: KubeObject,
         *,
-        watch: watches.Watch,
+        watch: entry.Watch,
         log: logs.BoundLogger,
         finalizing: bool,
         why: trigger.Trigger,

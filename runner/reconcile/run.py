@@ -21,9 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from runner.ansible import events as ansible_events
 from runner.ansible import extravars, launch, plan
+from runner.ansible import spec as ansible_spec
 from runner.base import logs
-from runner.config import sections, watches
+from runner.config import entry, sections
 from runner.kube.types import GVK, KubeObject
 from runner.queue import trigger
 from runner.rbac import record as rbac_record
@@ -65,7 +67,7 @@ class AnsibleStep:
         self,
         obj: KubeObject,
         *,
-        watch: watches.Watch,
+        watch: entry.Watch,
         log: logs.BoundLogger,
         finalizing: bool,
         verbosity: int,
@@ -146,7 +148,7 @@ class AnsibleStep:
             log.debug("removed the private data dir", extra={"path": str(path)})
 
     def _run_recorded(
-        self, spec: launch.RunSpec, *, obj: KubeObject, log: logs.BoundLogger
+        self, spec: ansible_spec.RunSpec, *, obj: KubeObject, log: logs.BoundLogger
     ) -> launch.RunResult:
         """Run ``spec``; with an RBAC record, the tasks it enters are noted (so a denied
         request names its task) and a failed run's Failure names the rules it lacked."""
@@ -215,7 +217,7 @@ class AnsibleStep:
         finally:
             self._run_slots.release()
 
-    def _timeout(self, watch: watches.Watch) -> float | None:
+    def _timeout(self, watch: entry.Watch) -> float | None:
         """Seconds the run may take: the watch's reconcileTimeout, else the flag (0: none)."""
         seconds = watch.reconcile_timeout or self._reconcile.reconcile_timeout
         return seconds if seconds > 0 else None
@@ -240,8 +242,8 @@ def withheld_message(built: extravars.ExtraVars, *, object_key: str) -> str:
 
 
 def rbac_failures(
-    failed: tuple[launch.FailedTask, ...], denials: list[rbac_record.Denial]
-) -> tuple[launch.FailedTask, ...]:
+    failed: tuple[ansible_events.FailedTask, ...], denials: list[rbac_record.Denial]
+) -> tuple[ansible_events.FailedTask, ...]:
     """Each failed task's message followed by the rules its denied requests lacked
     (``needs: apps deployments patch in namespace ns1``); denials of no failed task
     go to the last one."""

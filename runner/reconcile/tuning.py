@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from runner.base import logs
-from runner.config import options, sections, watches
+from runner.config import entry, options, sections
 from runner.kube.types import KubeObject
 from runner.reconcile import overrides
 from runner.status import recorder
@@ -36,7 +36,7 @@ class Tuning:
         self._recorder = events
         self._refused_reported: dict[tuple[str, str], str] = {}  # (uid, annotation) → value
 
-    def period(self, obj: KubeObject, *, watch: watches.Watch, log: logs.BoundLogger) -> float:
+    def period(self, obj: KubeObject, *, watch: entry.Watch, log: logs.BoundLogger) -> float:
         """Seconds until the CR runs again; raises ``ValueError`` for an unparsable value."""
         # operator-sdk: only a non-zero watches.yaml period overrides the flag.
         default = watch.reconcile_period or self._reconcile.reconcile_period
@@ -44,7 +44,7 @@ class Tuning:
         bounded = overrides.reconcile_period(text, default=default)
         return self._bounded(obj, bounded, annotation=options.RECONCILE_PERIOD_ANNOTATION, log=log)
 
-    def verbosity(self, obj: KubeObject, *, watch: watches.Watch, log: logs.BoundLogger) -> int:
+    def verbosity(self, obj: KubeObject, *, watch: entry.Watch, log: logs.BoundLogger) -> int:
         """Ansible's verbosity for the run: the annotation, else the kind's or the flag's."""
         bounded = overrides.verbosity(
             _annotations(obj).get(options.VERBOSITY_ANNOTATION),
@@ -52,7 +52,7 @@ class Tuning:
         )
         return self._bounded(obj, bounded, annotation=options.VERBOSITY_ANNOTATION, log=log)
 
-    def artifacts(self, obj: KubeObject, *, watch: watches.Watch, log: logs.BoundLogger) -> int:
+    def artifacts(self, obj: KubeObject, *, watch: entry.Watch, log: logs.BoundLogger) -> int:
         """Artifact dirs kept: the annotation, else the watch's ``maxRunnerArtifacts``."""
         bounded = overrides.max_artifacts(
             _annotations(obj).get(options.MAX_ARTIFACTS_ANNOTATION),

@@ -69,8 +69,6 @@ REASON_FAILED = "Failed"
 MESSAGE_RUNNING = "Running reconciliation"
 MESSAGE_AWAITING = "Awaiting next reconciliation"
 MESSAGE_SUCCEEDED = "Last reconciliation succeeded"
-#: operator-sdk's text for a failed task without ``res.msg``.
-MESSAGE_UNKNOWN_FAILURE = "unknown playbook failure"
 #: Ours, not operator-sdk's: the ``playbook-operator.io/paused`` annotation (reconcile.pause).
 PAUSED = "Paused"
 REASON_PAUSED = "Paused"
@@ -172,7 +170,7 @@ def mark_failed(
         FAILURE,
         status="True",
         reason=REASON_FAILED,
-        message=message or MESSAGE_UNKNOWN_FAILURE,
+        message=message or errors.UNKNOWN_FAILURE,
         result=result,
     )
     out = _set(out, failure, now=now)

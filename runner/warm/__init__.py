@@ -24,6 +24,9 @@ unchanged. Modules:
 
 Import contract: this package imports nothing else of the runtime (checked by
 import-linter); :mod:`~runner.warm.wire` imports only the standard library.
+
+Public API (``__all__``, what the rest of the runtime imports from here):
+:class:`Launchers` and the launch modes ``COLD``, ``LOST`` and ``WARM``.
 """
 
 from runner.warm.pool import COLD, LOST, WARM, Launchers

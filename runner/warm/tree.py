@@ -10,9 +10,10 @@ then kills them all. Launchers are child subreapers (:func:`become_subreaper`):
 a process orphaned inside a run is reparented to the launcher, not to init, so
 it is still found, killed and reaped there.
 
-:func:`kill_marked` does the same for a cold run, which no launcher watches:
-its roots are the processes whose environment carries the run's mark (every
-process of a run inherits it), so a process that left the tree is found too.
+:func:`marked` finds the roots of a cold run, which no launcher watches, for
+:func:`kill_tree` (:mod:`runner.ansible.deadline` does so): the processes whose
+environment carries the run's mark (every process of a run inherits it), so a
+process that left the tree is found too.
 """
 
 from __future__ import annotations
@@ -86,11 +87,6 @@ def marked(entry: str) -> set[int]:
         if wanted in environ.split(b"\0"):
             found.add(int(name))
     return found
-
-
-def kill_marked(entry: str) -> None:
-    """SIGKILL every process whose environment holds ``entry``, and all below them."""
-    kill_tree(marked(entry))
 
 
 def kill_tree(root: int | Iterable[int]) -> None:

@@ -35,8 +35,7 @@ from typing import Any
 
 from runner.ansible import extravars, launch, plan
 from runner.base import errors, logs
-from runner.config import admission, sections
-from runner.config import watches as watches_mod
+from runner.config import admission, entry, sections
 from runner.kube.types import KubeObject
 from runner.rbac import record as rbac_record
 from runner.webhook import review
@@ -64,10 +63,10 @@ class Served:
     """One path this runner answers: the hook and the watch of its kind."""
 
     hook: admission.Hook
-    watch: watches_mod.Watch
+    watch: entry.Watch
 
 
-def served(loaded: Sequence[watches_mod.Watch]) -> dict[str, Served]:
+def served(loaded: Sequence[entry.Watch]) -> dict[str, Served]:
     """Every webhook of ``loaded``, by path."""
     found: dict[str, Served] = {}
     for watch in loaded:
@@ -83,7 +82,7 @@ class Hooks:
     def __init__(
         self,
         *,
-        watches: Sequence[watches_mod.Watch],
+        watches: Sequence[entry.Watch],
         ansible: sections.AnsibleSettings,
         runner: launch.AnsibleRunner,
         environment: plan.Environment,
@@ -102,7 +101,7 @@ class Hooks:
         self._limit = max_concurrent
         self._slots = threading.BoundedSemaphore(max_concurrent)
 
-    def replace(self, loaded: Sequence[watches_mod.Watch]) -> bool:
+    def replace(self, loaded: Sequence[entry.Watch]) -> bool:
         """Take edited watches (``run --dev``): the same paths with other roles, vars or
         settings apply to the next request. False, and nothing changed, when the paths
         differ: the API server's webhook configuration names them, a new start serves them."""
@@ -260,7 +259,7 @@ def _failed(hook: admission.Hook, message: str) -> review.Verdict:
     return review.Verdict(allowed=False, code=500, message=message)
 
 
-def admission_variable(request: review.Request, *, watch: watches_mod.Watch) -> dict[str, Any]:
+def admission_variable(request: review.Request, *, watch: entry.Watch) -> dict[str, Any]:
     """``ansible_operator_admission``: everything from the request is data, never a
     template, whatever the watch's ``markUnsafe`` says (the caller may be anyone the API
     server admits); the old object is cleaned and named as the watch's kind."""
@@ -285,7 +284,7 @@ def admission_variable(request: review.Request, *, watch: watches_mod.Watch) -> 
     }
 
 
-def _owner(obj: KubeObject, *, request: review.Request, watch: watches_mod.Watch) -> KubeObject:
+def _owner(obj: KubeObject, *, request: review.Request, watch: entry.Watch) -> KubeObject:
     """Who the run's proxy session is for: a CREATE's object has no uid (nor maybe a name).
     Of the watch's kind, whatever the request's object claims to be: the RBAC record keys
     the run by it, and a caller must not name kinds there.

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from runner.base import errors, listener
+from runner.base import connections, errors, http1, listener
 from runner.webhook import hooks, review
 
 log = logging.getLogger("runner.webhook")
@@ -120,7 +120,7 @@ class WebhookServer:
         self._context = tls_context(cert_dir, client_ca=client_ca)
         self._stamp = _stamp(cert_dir, client_ca=client_ca)
         self._certs_ok = True
-        limits = listener.Limits(
+        limits = connections.Limits(
             max_connections=MAX_CONNECTIONS,
             workers=2 * max_concurrent,
             body_timeout=10.0,
@@ -180,13 +180,13 @@ class WebhookServer:
 
     # -- requests (on the listener's workers) ---------------------------------
 
-    def handle(self, request: listener.Request) -> listener.Response:
+    def handle(self, request: http1.Request) -> http1.Response:
         path = request.path
         served = self._hooks.paths.get(path)
         if served is None:
-            return listener.text(404, f"no webhook at {path}")
+            return http1.text(404, f"no webhook at {path}")
         if request.method != "POST":
-            return listener.text(405, "POST an AdmissionReview")
+            return http1.text(405, "POST an AdmissionReview")
         started = time.monotonic()
         if self._observer is not None:
             self._observer.webhook_started(path)
@@ -199,17 +199,17 @@ class WebhookServer:
             if self._observer is not None:
                 self._observer.webhook_finished(path, code=code, seconds=time.monotonic() - started)
 
-    def _answer(self, served: hooks.Served, request: listener.Request) -> listener.Response:
+    def _answer(self, served: hooks.Served, request: http1.Request) -> http1.Response:
         try:
             admission_request = review.decode(request.body)
         except review.ReviewError as exc:
-            return listener.text(400, str(exc))
+            return http1.text(400, str(exc))
         # The API server waits timeoutSeconds from sending; it says so in the query.
         waits = _seconds(request.query.get("timeout"))
         hook_timeout = float(served.hook.timeout_seconds)
         deadline = request.received + min(hook_timeout, waits or hook_timeout)
         verdict = self._hooks.answer(served, admission_request, deadline=deadline)
-        return listener.Response(
+        return http1.Response(
             200, review.encode(admission_request.uid, verdict), content_type="application/json"
         )
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from runner import proxy
 from runner.ansible import launch
-from runner.config import options, sections, watches
+from runner.config import entry as config_entry
+from runner.config import options, sections
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
 from runner.rbac import record as rbac_record
@@ -138,7 +139,10 @@ def purge_leftovers(runs_dir: Path) -> int:
 
 
 def reloadable(
-    serving: Webhooks | None, loaded: Sequence[watches.Watch], *, settings: sections.WebhookSettings
+    serving: Webhooks | None,
+    loaded: Sequence[config_entry.Watch],
+    *,
+    settings: sections.WebhookSettings,
 ) -> bool:
     """Whether edited watches (``run --dev``) keep the webhook paths this runner serves;
     a webhook added or removed needs a new start (so does enabling the first one)."""

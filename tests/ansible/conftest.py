@@ -13,6 +13,7 @@ import pytest
 
 from runner import warm
 from runner.ansible import launch
+from runner.ansible import spec as ansible_spec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PLAYBOOKS = FIXTURES / "playbooks"
@@ -93,7 +94,7 @@ def run_playbook(
         spec.setdefault("private_data_dir", tmp_path / "pdd")
         spec.setdefault("ident", uuid.uuid4().hex[:12])
         return runner.run(
-            launch.RunSpec(
+            ansible_spec.RunSpec(
                 playbook=PLAYBOOKS / f"{playbook}.yml", extravars=extravars or {}, **spec
             ),
             log=logger,

@@ -18,6 +18,7 @@ import yaml
 
 import devcluster
 from runner.ansible import launch
+from runner.ansible import spec as ansible_spec
 from runner.kube import client, errors
 from runner.kube.types import GVK, KubeObject
 from testkit.helpers import unique_name, wait_for
@@ -74,7 +75,7 @@ def play(
     count = iter(range(1000))
 
     def run(playbook: str, **extravars: Any) -> launch.RunResult:
-        spec = launch.RunSpec(
+        spec = ansible_spec.RunSpec(
             ident=f"run-{next(count)}",
             private_data_dir=tmp_path / "pdd",
             playbook=PLAYBOOKS / f"{playbook}.yml",

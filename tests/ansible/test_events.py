@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from runner.ansible import events
+from runner.base import errors
+from runner.config import sections
 from tests.ansible.conftest import Captured
 
 
@@ -24,7 +26,9 @@ def stats(**counters: int) -> dict[str, Any]:
     return event("playbook_on_stats", **{k: {"localhost": v} for k, v in counters.items()})
 
 
-def tally(*evs: dict[str, Any], level: events.LogEvents = events.LogEvents.TASKS) -> events.Tally:
+def tally(
+    *evs: dict[str, Any], level: sections.LogEvents = sections.LogEvents.TASKS
+) -> events.Tally:
     logger = logging.getLogger("tests.ansible.events")
     result = events.Tally(log=logger, level=level, verbosity=0)
     for ev in evs:
@@ -41,8 +45,8 @@ def tally(*evs: dict[str, Any], level: events.LogEvents = events.LogEvents.TASKS
         pytest.param({"censored": "hidden (no_log)"}, "hidden (no_log)", id="no-log"),
         pytest.param({"msg": ["a", "b"]}, '["a", "b"]', id="non-string-msg"),
         pytest.param({"rc": 2, "_ansible_no_log": False}, '{"rc": 2}', id="compact-result"),
-        pytest.param({}, events.DEFAULT_FAILURE, id="empty-result"),
-        pytest.param(None, events.DEFAULT_FAILURE, id="no-result"),
+        pytest.param({}, errors.UNKNOWN_FAILURE, id="empty-result"),
+        pytest.param(None, errors.UNKNOWN_FAILURE, id="no-result"),
     ],
 )
 def test_failure_message_is_msg_else_a_compact_rendering(res: Any, message: str) -> None:
@@ -133,7 +137,7 @@ def test_stats_are_read_for_localhost() -> None:
     assert t.stats_created == "2030-01-02T03:04:05+00:00"
 
 
-def logged(level: events.LogEvents, *evs: dict[str, Any]) -> Captured:
+def logged(level: sections.LogEvents, *evs: dict[str, Any]) -> Captured:
     handler = Captured()
     logger = logging.getLogger(f"tests.ansible.events.{level.value}")
     logger.handlers[:] = [handler]
@@ -158,7 +162,7 @@ RUN = (
 
 
 def test_tasks_level_logs_task_starts_debug_output_and_failures() -> None:
-    handler = logged(events.LogEvents.TASKS, *RUN)
+    handler = logged(sections.LogEvents.TASKS, *RUN)
     info = [r for r in handler.records if r.levelno >= logging.INFO]
     assert [r.getMessage() for r in info] == ["[playbook task start]", "debug", "task failed"]
     finished = [r for r in handler.records if r.levelno == logging.DEBUG]
@@ -171,14 +175,14 @@ def test_tasks_level_logs_task_starts_debug_output_and_failures() -> None:
 
 
 def test_everything_level_logs_every_event() -> None:
-    handler = logged(events.LogEvents.EVERYTHING, *RUN)
+    handler = logged(sections.LogEvents.EVERYTHING, *RUN)
     assert [r.__dict__["event"] for r in handler.records] == [e["event"] for e in RUN]
 
 
 def test_nothing_level_logs_nothing() -> None:
-    assert logged(events.LogEvents.NOTHING, *RUN).records == []
+    assert logged(sections.LogEvents.NOTHING, *RUN).records == []
 
 
 def test_a_broken_event_is_logged_and_does_not_stop_the_run() -> None:
-    handler = logged(events.LogEvents.TASKS, {"event": "runner_on_ok", "event_data": "garbage"})
+    handler = logged(sections.LogEvents.TASKS, {"event": "runner_on_ok", "event_data": "garbage"})
     assert handler.messages() == ["could not read an ansible event"]

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from runner.ansible import launch
+from runner.ansible import spec as ansible_spec
 from runner.base import errors
 from tests.ansible.conftest import PLAYBOOKS, Captured
 
 
-def spec(private_data_dir: Path, **fields: object) -> launch.RunSpec:
-    return launch.RunSpec(
+def spec(private_data_dir: Path, **fields: object) -> ansible_spec.RunSpec:
+    return ansible_spec.RunSpec(
         ident="launch",
         private_data_dir=private_data_dir,
         playbook=PLAYBOOKS / "debug.yml",

@@ -12,6 +12,7 @@ import pytest
 
 from runner.ansible import events
 from runner.base import logs
+from runner.config import sections
 
 
 class Lines(logging.Handler):
@@ -33,7 +34,7 @@ def task_events(task: str, *, changed: bool) -> list[dict[str, Any]]:
     ]
 
 
-def logged(level: events.LogEvents, *, threshold: int, verbosity: int = 2) -> list[str]:
+def logged(level: sections.LogEvents, *, threshold: int, verbosity: int = 2) -> list[str]:
     logger = logging.getLogger(f"tests.ansible.changes.{level.value}.{threshold}.{verbosity}")
     logger.propagate = False
     lines = Lines()
@@ -48,7 +49,7 @@ def logged(level: events.LogEvents, *, threshold: int, verbosity: int = 2) -> li
 
 
 def test_changes_at_debug_is_one_line_per_changed_task() -> None:
-    lines = logged(events.LogEvents.CHANGES, threshold=logging.DEBUG)
+    lines = logged(sections.LogEvents.CHANGES, threshold=logging.DEBUG)
     assert lines == ["task changed:Apply the Deployment"], (
         f"expected only the changed task at debug level, saw {lines}"
     )
@@ -62,14 +63,14 @@ def test_changes_at_debug_is_one_line_per_changed_task() -> None:
     ],
 )
 def test_whole_results_when_asked(threshold: int, verbosity: int) -> None:
-    lines = logged(events.LogEvents.CHANGES, threshold=threshold, verbosity=verbosity)
+    lines = logged(sections.LogEvents.CHANGES, threshold=threshold, verbosity=verbosity)
     outputs = {line for line in lines if line.startswith("ansible output")}
     want = {"ansible output:Apply the Deployment", "ansible output:Read the pods"}
     assert outputs == want, f"expected each task's result, saw {lines}"
 
 
 def test_tasks_mode_keeps_ansible_operators_task_starts() -> None:
-    lines = logged(events.LogEvents.TASKS, threshold=logging.INFO)
+    lines = logged(sections.LogEvents.TASKS, threshold=logging.INFO)
     starts = ["[playbook task start]:Apply the Deployment", "[playbook task start]:Read the pods"]
     assert lines == starts, lines
 
@@ -89,7 +90,7 @@ def test_json_task_start_line_matches_ansible_operators() -> None:
         gvk="awx.ansible.com/v1beta1, Kind=AWX",
         job="8942871570929849432",
     )
-    tally = events.Tally(log=bound, level=events.LogEvents.TASKS, verbosity=0)
+    tally = events.Tally(log=bound, level=sections.LogEvents.TASKS, verbosity=0)
     tally.handle(task_events("installer : Verify imagePullSecrets", changed=False)[0])
     line = json.loads(logs.JsonFormatter().format(lines.records[0]))
     want = {

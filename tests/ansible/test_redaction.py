@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from runner.ansible import events, redact
+from runner.config import sections
 from tests.ansible.conftest import Captured
 
 VALUE = "correct-horse-battery"
@@ -70,7 +71,7 @@ def test_secret_data_is_redacted_in_the_event_and_everything_logged(
     event: dict[str, Any], captured: tuple[logging.Logger, Captured]
 ) -> None:
     logger, handler = captured
-    for level in events.LogEvents:
+    for level in sections.LogEvents:
         tally = events.Tally(log=logger, level=level, verbosity=3)
         copy = json.loads(json.dumps(event))
         assert tally.handle(copy) is True
@@ -87,7 +88,7 @@ def test_secret_data_is_redacted_in_the_event_and_everything_logged(
 def test_a_configmap_is_left_alone() -> None:
     configmap = {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"key": "plain-value"}}
     event = result_event("runner_on_ok", args={"kind": "ConfigMap"}, res={"result": configmap})
-    events.Tally(log=logging.getLogger("t"), level=events.LogEvents.TASKS, verbosity=0).handle(
+    events.Tally(log=logging.getLogger("t"), level=sections.LogEvents.TASKS, verbosity=0).handle(
         event
     )
     assert event["event_data"]["res"]["result"]["data"] == {"key": "plain-value"}

@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 
-from runner.ansible import extravars, launch
+from runner.ansible import events, extravars, launch
+from runner.ansible import spec as ansible_spec
 from runner.base import errors
+from runner.config import sections
 from runner.kube.types import GVK
 from tests.ansible.conftest import (
     PLAYBOOKS,
@@ -49,7 +51,7 @@ def test_failing_task_fails_the_run_with_its_name_and_message(
     result = run_playbook("failing")
     assert result.failed
     assert result.failed_tasks == (
-        launch.FailedTask(task="Break it", role=None, message="the widget is broken"),
+        events.FailedTask(task="Break it", role=None, message="the widget is broken"),
     )
     assert (result.ok, result.failures) == (1, 1)
     _, handler = captured
@@ -86,8 +88,8 @@ def test_no_log_values_never_reach_the_logs_or_the_result(
     run_playbook: RunPlaybook, captured: tuple[logging.Logger, Captured]
 ) -> None:
     secret = "hunter2-" + uuid.uuid4().hex
-    runs = [(level, 0) for level in launch.LogEvents]
-    runs.append((launch.LogEvents.TASKS, 3))  # verbose: Ansible's output is logged
+    runs = [(level, 0) for level in sections.LogEvents]
+    runs.append((sections.LogEvents.TASKS, 3))  # verbose: Ansible's output is logged
     for level, verbosity in runs:
         result = run_playbook(
             "secret", extravars={"password": secret}, log_events=level, verbosity=verbosity
@@ -111,7 +113,7 @@ def test_role_runs_with_its_defaults(
     runner: launch.AnsibleRunner, captured: tuple[logging.Logger, Captured], tmp_path: Path
 ) -> None:
     logger, handler = captured
-    spec = launch.RunSpec(
+    spec = ansible_spec.RunSpec(
         ident="role-run",
         private_data_dir=tmp_path / "pdd",
         role="greeter",
@@ -128,7 +130,7 @@ def test_role_runs_with_its_defaults(
 def test_extravars_reach_the_play(
     run_playbook: RunPlaybook, captured: tuple[logging.Logger, Captured]
 ) -> None:
-    run_playbook("secret", extravars={"password": "x"}, log_events=launch.LogEvents.NOTHING)
+    run_playbook("secret", extravars={"password": "x"}, log_events=sections.LogEvents.NOTHING)
     _, handler = captured
     assert handler.records == [], "LogEvents.Nothing logs nothing"
 
@@ -291,7 +293,7 @@ def test_concurrent_runs_in_threads_do_not_interfere(
     logger = logging.getLogger("tests.ansible.threads")
 
     def run(name: str, playbook: str) -> None:
-        spec = launch.RunSpec(
+        spec = ansible_spec.RunSpec(
             ident=name,
             private_data_dir=tmp_path / name,
             playbook=PLAYBOOKS / f"{playbook}.yml",

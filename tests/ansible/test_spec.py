@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible import launch
+from runner.ansible import launch, spec
+from runner.config import sections
 
 
 @pytest.mark.parametrize(
@@ -37,7 +38,7 @@ def test_spec_needs_exactly_one_of_playbook_and_role(
     playbook: Path | None, role: str | None
 ) -> None:
     with pytest.raises(ValueError, match="exactly one of playbook and role"):
-        launch.RunSpec(
+        spec.RunSpec(
             ident="a", private_data_dir=Path("/tmp/x"), extravars={}, playbook=playbook, role=role
         )
 
@@ -45,9 +46,9 @@ def test_spec_needs_exactly_one_of_playbook_and_role(
 @pytest.mark.parametrize("ident", ["", "a/b", "latest", ".."])
 def test_spec_ident_must_name_an_artifact_dir(ident: str) -> None:
     with pytest.raises(ValueError, match="ident"):
-        launch.RunSpec(ident=ident, private_data_dir=Path("/tmp/x"), extravars={}, role="greeter")
+        spec.RunSpec(ident=ident, private_data_dir=Path("/tmp/x"), extravars={}, role="greeter")
 
 
 def test_log_events_take_operator_sdk_flag_values() -> None:
     # operator-sdk's three, then ours (make run's default).
-    assert [e.value for e in launch.LogEvents] == ["Tasks", "Everything", "Nothing", "Changes"]
+    assert [e.value for e in sections.LogEvents] == ["Tasks", "Everything", "Nothing", "Changes"]

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from runner import warm
-from runner.ansible import launch
+from runner.ansible import events, launch
+from runner.ansible import spec as ansible_spec
 from testkit.helpers import wait_for
 from tests.ansible.conftest import PLAYBOOKS, Captured
 
@@ -73,7 +74,7 @@ def test_timeout_kills_every_process_of_the_run_and_names_the_task(
 ) -> None:
     def run(playbook: str, **spec: Any) -> launch.RunResult:
         return fresh_runner.run(
-            launch.RunSpec(
+            ansible_spec.RunSpec(
                 ident=uuid.uuid4().hex[:12], playbook=PLAYBOOKS / f"{playbook}.yml", **spec
             ),
             log=captured[0],
@@ -104,7 +105,7 @@ def test_timeout_kills_every_process_of_the_run_and_names_the_task(
         timeout=10,
     )
     assert result.failed_tasks == (
-        launch.FailedTask(
+        events.FailedTask(
             task="Wait forever",
             role=None,
             message=f"the Ansible run timed out after {timeout}s in task 'Wait forever'",

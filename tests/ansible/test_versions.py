@@ -18,6 +18,7 @@ import pytest
 
 import devcluster
 from runner.ansible import launch
+from runner.ansible import spec as ansible_spec
 from runner.kube import client, errors
 from runner.kube.types import GVK
 from tests.ansible.conftest import (
@@ -62,7 +63,7 @@ def sizer_run(
 ) -> launch.RunResult:
     """The ``sizer`` role for a CR ``s`` with ``spec.size: 3``, as the operator runs it."""
     logger, _ = captured
-    spec = launch.RunSpec(
+    spec = ansible_spec.RunSpec(
         ident="sizer",
         private_data_dir=tmp_path / "pdd",
         role="sizer",

@@ -16,7 +16,7 @@ import pytest
 
 import devcluster
 from devcluster import accounts
-from runner.base import listener
+from runner.base import connections
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from runner.operations import access
@@ -73,7 +73,7 @@ def test_idle_connections_and_random_tokens_stay_bounded(
         f"saw ready={ready} after {seconds:.2f}s"
     )
     # Each listener may have started its workers; nothing else may grow with connections.
-    bound = 2 * listener.Limits().workers
+    bound = 2 * connections.Limits().workers
     assert grown <= bound, (
         f"expected at most {bound} more runner threads with {2 * IDLE_PER_PORT} idle "
         f"connections, saw {grown} more"

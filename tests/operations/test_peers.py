@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from runner.base import listener
+from runner.base import http1, listener
 from runner.operations import health, peers
 
 
@@ -17,12 +17,12 @@ def echo() -> Iterator[listener.Server]:
     in authorize and in handle."""
     seen: list[str] = []
 
-    def authorize(request: listener.Request) -> listener.Response | None:
+    def authorize(request: http1.Request) -> http1.Response | None:
         seen.append(peers.current())
         return None
 
-    def handle(request: listener.Request) -> listener.Response:
-        return listener.text(200, f"{seen[-1]} {peers.current()}")
+    def handle(request: http1.Request) -> http1.Response:
+        return http1.text(200, f"{seen[-1]} {peers.current()}")
 
     app = listener.App(handle=handle, authorize=authorize)
     server = health.serve(("127.0.0.1", 0), handler=app, name="echo")

@@ -8,7 +8,8 @@ import pytest
 
 from runner.base.clock import FakeClock
 from runner.kube.types import ObjectKey
-from runner.queue.workqueue import Stats, WorkQueue
+from runner.queue.meter import Stats
+from runner.queue.workqueue import WorkQueue
 
 A = ObjectKey("ns/a")
 B = ObjectKey("ns/b")

@@ -6,17 +6,18 @@ import json
 
 import pytest
 
-from runner.base import listener
+from runner.base import http1
 from runner.kube.types import GVK
-from runner.operations import metrics
+from runner.metrics import exposition
+from runner.operations.metrics import endpoint, runtime
 from runner.rbac import record, rules
 
 PROBE = GVK("tests.playbook-operator.dev", "v1", "Probe")
 
 
-def _get(path: str, token: str | None = None) -> listener.Request:
+def _get(path: str, token: str | None = None) -> http1.Request:
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    return listener.Request(method="GET", target=path, version="HTTP/1.1", headers=headers)
+    return http1.Request(method="GET", target=path, version="HTTP/1.1", headers=headers)
 
 
 @pytest.mark.parametrize(
@@ -34,7 +35,7 @@ def test_debug_rbac_is_authorized_as_metrics(token: str | None, expected: int) -
     def authorize(header: str | None) -> int:
         return {"Bearer reader": 200, "Bearer stranger": 403}.get(header or "", 401)
 
-    app = metrics.exposition_handler(metrics.Metrics(), authorize=authorize, rbac=seen.snapshot)
+    app = endpoint.exposition_handler(runtime.Metrics(), authorize=authorize, rbac=seen.snapshot)
     assert app.authorize is not None
     for path in ("/metrics", "/debug/rbac"):
         refused = app.authorize(_get(path, token))
@@ -47,9 +48,9 @@ def test_debug_rbac_is_authorized_as_metrics(token: str | None, expected: int) -
 
 
 def test_denials_are_counted_by_the_rule_lacked() -> None:
-    registry = metrics.Metrics()
+    registry = runtime.Metrics()
     registry.api_denied.labels(group="apps", resource="deployments", verb="patch").inc()
-    text = metrics.exposition(registry.registry).decode()
+    text = exposition.exposition(registry.registry).decode()
     line = (
         'playbook_operator_api_requests_denied_total{group="apps",resource="deployments",'
         'verb="patch"} 1'

@@ -27,7 +27,7 @@ from devcluster import accounts
 from runner import cli
 from runner.kube.client import Client
 from runner.kube.types import GVK
-from runner.tools import rbac
+from runner.tools.rbac import command
 from testkit import harness
 from tests.runner.support import PROBE, StartOperator, probe, wait_condition
 
@@ -233,7 +233,7 @@ def test_denied_patch_is_named_then_learned_and_written(  # noqa: PLR0917 (fixtu
     controller, device = os.openpty()
     os.write(controller, b"y\n")
     with open(device, encoding="utf-8") as answers:
-        code = rbac.main(args, environ=dict(os.environ), terminal=answers)
+        code = command.main(args, environ=dict(os.environ), terminal=answers)
     os.close(controller)
     assert code == 0, f"expected rbac --grant-denied --write to exit 0, saw {code}"
     role = yaml.safe_load((tmp_path / "role.yaml").read_text())

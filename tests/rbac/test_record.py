@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.ansible import launch
+from runner.ansible import events
 from runner.kube.types import GVK
 from runner.rbac import record, rules
 from runner.reconcile import run
@@ -57,7 +57,7 @@ def test_denial_carries_the_task_its_run_was_in_and_counts() -> None:
 def test_failure_message_names_the_missing_rule(
     failed: list[tuple[str, str]], expected: list[str]
 ) -> None:
-    tasks = tuple(launch.FailedTask(task=t, role=None, message=m) for t, m in failed)
+    tasks = tuple(events.FailedTask(task=t, role=None, message=m) for t, m in failed)
     denial = record.Denial(use=PATCH, task="Scale the Deployment")
     seen = [t.message for t in run.rbac_failures(tasks, [denial])]
     assert seen == expected, f"expected {expected}, saw {seen}"

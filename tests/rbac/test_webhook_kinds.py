@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from runner.ansible import launch
+from runner.ansible import spec as ansible_spec
 from runner.base import logs
 from runner.config import sections, watches
 from runner.kube.types import GVK, KubeObject
@@ -69,7 +70,7 @@ class _Ansible:
     def __init__(self, proxy: _Proxy) -> None:
         self._proxy = proxy
 
-    def run(self, spec: launch.RunSpec, *, log: logs.BoundLogger) -> launch.RunResult:
+    def run(self, spec: ansible_spec.RunSpec, *, log: logs.BoundLogger) -> launch.RunResult:
         assert spec.on_event is not None
         spec.on_event({"event": "playbook_on_task_start", "event_data": {"task": "Read"}})
         assert self._proxy.session is not None

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from runner.ansible import launch
-from runner.config import sections, watches
+from runner.ansible import spec as ansible_spec
+from runner.config import entry, sections, watches
 from runner.kube import errors as kube_errors
 from runner.kube.types import GVK, KubeObject
 from runner.reconcile import reconciler
+from runner.reconcile import run as reconcile_run
 from runner.status import recorder
 from tests.runner.support import PROBE
 
@@ -83,11 +85,11 @@ class FakeRunner:
     """Records each RunSpec; ``behave`` decides the run's outcome (default: success)."""
 
     def __init__(self, tmp_path: Path) -> None:
-        self.specs: list[launch.RunSpec] = []
+        self.specs: list[ansible_spec.RunSpec] = []
         self.tmp_path = tmp_path
-        self.behave: Callable[[launch.RunSpec], None] = lambda spec: None
+        self.behave: Callable[[ansible_spec.RunSpec], None] = lambda spec: None
 
-    def run(self, spec: launch.RunSpec, *, log: Any) -> launch.RunResult:
+    def run(self, spec: ansible_spec.RunSpec, *, log: Any) -> launch.RunResult:
         self.specs.append(spec)
         spec.private_data_dir.mkdir(parents=True, exist_ok=True)
         self.behave(spec)
@@ -120,7 +122,7 @@ class FakeRecorder:
         return [message for warning, _, message in self.events if warning]
 
 
-def load_watch(tmp_path: Path, extra: str = "") -> watches.Watch:
+def load_watch(tmp_path: Path, extra: str = "") -> entry.Watch:
     (tmp_path / "roles" / "probe").mkdir(parents=True, exist_ok=True)
     path = tmp_path / "watches.yaml"
     path.write_text(f"- version: v1\n  group: {PROBE.group}\n  kind: Probe\n  role: probe\n{extra}")
@@ -134,7 +136,7 @@ def make_reconciler(
     runner: FakeRunner,
     events: FakeRecorder | None = None,
     watch_extra: str = "",
-    on_run: reconciler.RunObserver | None = None,
+    on_run: reconcile_run.RunObserver | None = None,
     **overrides: Any,
 ) -> reconciler.Reconciler:
     """``overrides`` are the settings' flag names (``reconcile_timeout``,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible import launch
+from runner.ansible import spec as ansible_spec
 from runner.base import errors
 from tests.reconcile.fakes import (
     FakeClient,
@@ -44,7 +44,7 @@ def test_a_run_step_error_ends_in_failure(raised: Exception, reason: str, tmp_pa
     client = FakeClient(probe_object())
     runner, events = FakeRunner(tmp_path), FakeRecorder()
 
-    def fail(spec: launch.RunSpec) -> None:
+    def fail(spec: ansible_spec.RunSpec) -> None:
         raise raised
 
     runner.behave = fail

@@ -15,8 +15,9 @@ from typing import Any, cast
 
 import pytest
 
-from runner.ansible import launch, plan
-from runner.config import sections, watches
+from runner.ansible import plan
+from runner.ansible import spec as ansible_spec
+from runner.config import entry, sections, watches
 from runner.kube.types import KubeObject
 from runner.reconcile import reconciler
 from runner.tools.preview import report, session, target
@@ -31,7 +32,7 @@ WATCH = (
 )
 
 
-def _watch(tmp_path: Path) -> watches.Watch:
+def _watch(tmp_path: Path) -> entry.Watch:
     for role in ("probe", "probe_validate"):
         (tmp_path / "roles" / role / "tasks").mkdir(parents=True, exist_ok=True)
         (tmp_path / "roles" / role / "tasks" / "main.yml").write_text("---\n[]\n")
@@ -94,13 +95,13 @@ Caller = Callable[[Path, KubeObject, fakes.FakeRunner], None]
 
 def _planned(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caller: Caller
-) -> tuple[launch.RunSpec, list[launch.RunSpec]]:
+) -> tuple[ansible_spec.RunSpec, list[ansible_spec.RunSpec]]:
     """The spec ``caller`` ran, and the specs plan.Builder built meanwhile."""
-    built: list[launch.RunSpec] = []
+    built: list[ansible_spec.RunSpec] = []
     original = plan.Builder.open
 
     @contextlib.contextmanager
-    def spy(self: plan.Builder, **kwargs: Any) -> Iterator[launch.RunSpec]:
+    def spy(self: plan.Builder, **kwargs: Any) -> Iterator[ansible_spec.RunSpec]:
         with original(self, **kwargs) as spec:
             built.append(spec)
             yield spec
@@ -138,7 +139,7 @@ def test_the_same_cr_gets_the_same_variables_and_paths(
         f"expected the reconcile's extra vars {dict(reconciled.extravars)}, saw {theirs}"
     )
 
-    def shared(spec: launch.RunSpec) -> tuple[object, ...]:
+    def shared(spec: ansible_spec.RunSpec) -> tuple[object, ...]:
         # The role's own roles_path (each project's tmp dir) first, then the settings'.
         return (tuple(spec.roles_path)[1:], spec.log_events, tuple(spec.collections_path))
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runner.ansible import launch
+from runner.ansible import spec as ansible_spec
 from runner.queue import trigger
 from tests.reconcile.fakes import FakeClient, FakeRunner, make_reconciler, probe_object, request
 
@@ -18,7 +18,7 @@ def test_running_message_artifact_and_metric_name_the_trigger(tmp_path: Path) ->
     client = FakeClient(probe_object())
     runner = FakeRunner(tmp_path)
 
-    def make_artifacts(spec: launch.RunSpec) -> None:
+    def make_artifacts(spec: ansible_spec.RunSpec) -> None:
         (spec.private_data_dir / "artifacts" / spec.ident).mkdir(parents=True)
 
     runner.behave = make_artifacts

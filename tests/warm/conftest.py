@@ -14,6 +14,7 @@ import pytest
 
 from runner import warm
 from runner.ansible import launch
+from runner.ansible import spec as ansible_spec
 from testkit.helpers import wait_for
 from tests.ansible.conftest import Captured
 
@@ -61,7 +62,7 @@ def runner_with(pool: warm.Launchers | None, logger: logging.Logger, tmp_path: P
         spec.setdefault("roles_path", (ROLES,))
         path = playbook if isinstance(playbook, Path) else PLAYBOOKS / f"{playbook}.yml"
         return runner.run(
-            launch.RunSpec(
+            ansible_spec.RunSpec(
                 playbook=path,
                 extravars=extravars or {},
                 envvars={"WARM_TEST_VALUE": "default", **(envvars or {})},

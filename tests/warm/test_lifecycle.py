@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import warm
-from runner.ansible import launch
+from runner.ansible import privatedir
 from testkit.helpers import wait_for
 from tests.ansible.conftest import Captured
 from tests.warm.conftest import PLAYBOOKS, ROLES, Run, processes_with, ready, started
@@ -36,7 +36,7 @@ def test_a_run_killed_by_its_timeout_leaves_no_process_and_no_temp_dir(
     )
     left = set(home_temp.glob("ansible-local-*")) - before
     assert not left, f"the killed run left Ansible temp dirs in {home_temp}: {sorted(left)}"
-    run_temp = tmp_path / "warm" / "pdd" / launch.LOCAL_TEMP
+    run_temp = tmp_path / "warm" / "pdd" / privatedir.LOCAL_TEMP
     assert list(run_temp.glob("ansible-local-*")), (
         f"expected the killed run's temp dir in {run_temp}"
     )
@@ -78,13 +78,12 @@ RUNTIME = """
 import logging, sys
 from pathlib import Path
 from runner import warm
-from runner.ansible import launch
-from runner.ansible import launch
+from runner.ansible import launch, spec
 pool = warm.Launchers()
 runner = launch.AnsibleRunner(launchers=pool)
 def run(seconds):
     return runner.run(
-        launch.RunSpec(
+        spec.RunSpec(
             ident=f"run{seconds}", private_data_dir=Path(sys.argv[1]),
             playbook=Path(sys.argv[2]), extravars={"seconds": seconds, "marker": sys.argv[3]},
         ),

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from runner import cli
-from runner.operations import metrics
+from runner.metrics import exposition
+from runner.operations.metrics import runtime
 from runner.warm import metrics as warm_metrics
 from runner.warm import recycle
 from tests.cli.settings_from import build, one_watch
@@ -44,7 +45,7 @@ def test_bad_recycling_limits_are_refused(flag: str) -> None:
 
 
 def test_recycles_are_counted_by_reason() -> None:
-    registry = metrics.Metrics()
+    registry = runtime.Metrics()
     counts = {reason: 0 for reason in recycle.REASONS} | {"runs": 2}
     registry.add(
         warm_metrics.LauncherCollector(
@@ -54,7 +55,7 @@ def test_recycles_are_counted_by_reason() -> None:
             recycles=lambda: counts,
         )
     )
-    text = metrics.exposition(registry.registry).decode()
+    text = exposition.exposition(registry.registry).decode()
     for line in (
         'playbook_operator_warm_launcher_recycles_total{reason="rss"} 0',
         'playbook_operator_warm_launcher_recycles_total{reason="runs"} 2',

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from runner.ansible import launch
+from runner.ansible import spec as ansible_spec
 from runner.base import logs
 from runner.config import sections, watches
 from runner.kube.types import GVK, KubeObject
@@ -43,7 +44,7 @@ class _HeldRun:
         self.started = threading.Event()
         self.timeouts: list[float | None] = []
 
-    def run(self, spec: launch.RunSpec, *, log: logs.BoundLogger) -> launch.RunResult:
+    def run(self, spec: ansible_spec.RunSpec, *, log: logs.BoundLogger) -> launch.RunResult:
         self.timeouts.append(spec.timeout)
         self.started.set()
         self.release.wait(timeout=60)

@@ -11,8 +11,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.ansible import launch
+from runner.ansible import events, launch
+from runner.ansible import spec as ansible_spec
 from runner.base import logs
+from runner.config import entry as config_entry
 from runner.config import sections, watches
 from runner.kube.types import GVK, KubeObject
 from runner.proxy import audit, ownership, sessions
@@ -60,12 +62,12 @@ class _Ansible:
     def __init__(self, proxy: _Proxy) -> None:
         self._proxy = proxy
 
-    def run(self, spec: launch.RunSpec, *, log: logs.BoundLogger) -> launch.RunResult:
+    def run(self, spec: ansible_spec.RunSpec, *, log: logs.BoundLogger) -> launch.RunResult:
         assert spec.on_event is not None, "expected the webhook run to follow its events"
         spec.on_event({"event": "playbook_on_task_start", "event_data": {"task": WEBHOOK_TASK}})
         assert self._proxy.session is not None
         self._proxy.audit.account(self._proxy.session, method="GET", path=GET_LIMITS, status=403)
-        failed = launch.FailedTask(task=WEBHOOK_TASK, role="r", message="Forbidden")
+        failed = events.FailedTask(task=WEBHOOK_TASK, role="r", message="Forbidden")
         return launch.RunResult(
             ok=0,
             changed=0,
@@ -84,7 +86,7 @@ class _Ansible:
         )
 
 
-def _watch(tmp_path: Path) -> watches.Watch:
+def _watch(tmp_path: Path) -> config_entry.Watch:
     for role in ("gadget", "gadget_validate"):
         (tmp_path / "roles" / role / "tasks").mkdir(parents=True)
         (tmp_path / "roles" / role / "tasks" / "main.yml").write_text("---\n[]\n")

@@ -11,15 +11,13 @@ from typing import Any, cast
 
 import pytest
 
-from runner.config import sections, watches
+from runner.config import entry, sections, watches
 from runner.webhook import hooks, service
 
 GROUP = "reload.test.example.com"
 
 
-def _load(
-    tmp_path: Path, *, validate: str | None, mutate: str | None = None
-) -> list[watches.Watch]:
+def _load(tmp_path: Path, *, validate: str | None, mutate: str | None = None) -> list[entry.Watch]:
     text = f"- group: {GROUP}\n  version: v1\n  kind: Gadget\n  role: gadget\n"
     for key, role in (("validation", validate), ("mutation", mutate)):
         if role is not None:
@@ -33,7 +31,7 @@ def _load(
     return watches.load(path, environ={}, base_dir=tmp_path)
 
 
-def _hooks(tmp_path: Path, loaded: list[watches.Watch]) -> hooks.Hooks:
+def _hooks(tmp_path: Path, loaded: list[entry.Watch]) -> hooks.Hooks:
     ansible = dataclasses.replace(sections.AnsibleSettings(), runner_dir=tmp_path / "runner")
     return hooks.Hooks(
         watches=loaded,

@@ -11,35 +11,11 @@ it (:mod:`runner.metrics.exposition`). Modules:
 - :mod:`~runner.operations.metrics.endpoint` — the HTTP side: ``GET /metrics`` (with
   the :data:`Authorize` check of secure metrics) and roles' ``POST``.
 
-The names below are the manager's wiring API, importable from here as before the split.
+Import each name from the module that defines it. The one name kept here,
+:class:`Metrics`, is for runner/operations/controllers.py, which still names
+``metrics.Metrics`` (allow-listed in tests/test_architecture.py until it does not).
 """
 
-from runner.ansible.metrics import gvk_label
-from runner.metrics.exposition import exposition, go_float
-from runner.metrics.registry import GO_DEFAULT_BUCKETS
-from runner.operations.metrics.endpoint import (
-    CUSTOM_LIMITS,
-    DEBUG_RBAC,
-    Authorize,
-    custom_handler,
-    exposition_handler,
-)
 from runner.operations.metrics.runtime import Metrics
-from runner.queue.metrics import WORKQUEUE_BUCKETS
-from runner.reconcile.metrics import RECONCILE_TIME_BUCKETS, RUNTIME_RESULTS
 
-__all__ = [
-    "CUSTOM_LIMITS",
-    "DEBUG_RBAC",
-    "GO_DEFAULT_BUCKETS",
-    "RECONCILE_TIME_BUCKETS",
-    "RUNTIME_RESULTS",
-    "WORKQUEUE_BUCKETS",
-    "Authorize",
-    "Metrics",
-    "custom_handler",
-    "exposition",
-    "exposition_handler",
-    "go_float",
-    "gvk_label",
-]
+__all__ = ["Metrics"]

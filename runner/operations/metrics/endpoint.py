@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from runner.base import listener
+from runner.base import connections, http1, listener
 from runner.metrics import exposition as exposition_mod
 from runner.metrics import registry as registry_mod
 from runner.operations import peers
@@ -34,7 +34,7 @@ Authorize = Callable[[str | None], int]
 DEBUG_RBAC = "/debug/rbac"
 
 #: Roles' payloads are a name, a description and one value or observation.
-CUSTOM_LIMITS = listener.Limits(max_body=64 * 1024)
+CUSTOM_LIMITS = connections.Limits(max_body=64 * 1024)
 
 
 class Exposed(Protocol):
@@ -64,23 +64,23 @@ def exposition_handler(
     ``peer``, with ``authorize`` (None: served); /debug/rbac from any other client
     with ``rbac_authorize`` (None: as /metrics — the runtime always passes one)."""
 
-    def debug(request: listener.Request) -> bool:
+    def debug(request: http1.Request) -> bool:
         return rbac is not None and request.path == DEBUG_RBAC
 
-    def handle(request: listener.Request) -> listener.Response:
+    def handle(request: http1.Request) -> http1.Response:
         if request.method != "GET":
-            return listener.text(405, "method not allowed")
+            return http1.text(405, "method not allowed")
         if rbac is not None and debug(request):
             return _json(200, rbac())
         if not request.path.startswith("/metrics"):
-            return listener.text(404, "not found")
-        return listener.Response(
+            return http1.text(404, "not found")
+        return http1.Response(
             200,
             exposition_mod.exposition(metrics.registry),
             content_type=registry_mod.CONTENT_TYPE,
         )
 
-    def check(request: listener.Request) -> listener.Response | None:
+    def check(request: http1.Request) -> http1.Response | None:
         decide = authorize
         if rbac_authorize is not None and debug(request) and not peers.is_loopback(peer()):
             decide = rbac_authorize
@@ -89,7 +89,7 @@ def exposition_handler(
         code = decide(request.headers.get("authorization"))
         if code == 200:
             return None
-        return listener.text(code, http.HTTPStatus(code).phrase.lower())
+        return http1.text(code, http.HTTPStatus(code).phrase.lower())
 
     checked = authorize is not None or (rbac is not None and rbac_authorize is not None)
     return listener.App(handle=handle, authorize=check if checked else None)
@@ -98,7 +98,7 @@ def exposition_handler(
 def custom_handler(metrics: CustomSink) -> listener.App:
     """POST /metrics with operator-sdk's payload: 200 ``{"ok": true}`` or 400 and the reason."""
 
-    def handle(request: listener.Request) -> listener.Response:
+    def handle(request: http1.Request) -> http1.Response:
         if request.method != "POST":
             return _json(405, {"error": "POST a metric"})
         try:
@@ -113,5 +113,5 @@ def custom_handler(metrics: CustomSink) -> listener.App:
     return listener.App(handle=handle, limits=CUSTOM_LIMITS)
 
 
-def _json(code: int, body: dict[str, Any]) -> listener.Response:
-    return listener.Response(code, json.dumps(body).encode(), content_type="application/json")
+def _json(code: int, body: dict[str, Any]) -> http1.Response:
+    return http1.Response(code, json.dumps(body).encode(), content_type="application/json")

@@ -19,7 +19,6 @@ owners define, added with :meth:`Metrics.add`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import runner
@@ -28,11 +27,9 @@ from runner.kube.types import GVK
 from runner.metrics import registry as registry_mod
 from runner.operations.metrics import custom
 from runner.proxy import metrics as api_metrics
+from runner.queue import meter, workqueue
 from runner.queue import metrics as queue_metrics
-from runner.queue import workqueue
 from runner.reconcile import metrics as controller_metrics
-from runner.watch import budget
-from runner.watch import metrics as informer_metrics
 from runner.watch.predicate import Event
 from runner.webhook import metrics as webhook_metrics
 
@@ -67,7 +64,7 @@ class Metrics:
         self.controllers.add_controller(name=name, workers=workers)
         self.queues.add(name, work_queue)
 
-    def queue_observer(self, name: str) -> workqueue.Observer:
+    def queue_observer(self, name: str) -> meter.Observer:
         """Waits and work times of the queue of controller ``name``."""
         return self.queues.observer(name)
 
@@ -97,21 +94,3 @@ class Metrics:
     def apply_custom(self, payload: dict[str, Any]) -> None:
         """Create or update one role metric; raises ValueError on a bad payload."""
         self.roles.apply(payload)
-
-    # -- families read at scrape time: each owner's collector ---------------------
-    # The manager's calls as they were before the families moved to their owners;
-    # each is ``add`` of the owner's collector.
-
-    def add_api_counter(self, read: Callable[[], int]) -> None:
-        """Requests this process sent to the API server (its own and its runs', via the proxy)."""
-        self.add(api_metrics.RequestCount(read))
-
-    def add_queue_gauges(
-        self, *, depth: Callable[[], dict[GVK, int]], in_flight: Callable[[], dict[GVK, int]]
-    ) -> None:
-        """Gauges read at scrape time from the controllers."""
-        self.add(controller_metrics.KindGauges(depth=depth, in_flight=in_flight))
-
-    def add_informer_gauges(self, held: Callable[[], list[tuple[GVK, budget.Held]]]) -> None:
-        """What the informers hold per kind: objects and approximate bytes."""
-        self.add(informer_metrics.InformerGauges(held))

@@ -16,8 +16,12 @@ and hands it to every controller as its gate. Modules:
 
 Import contract: this package uses only :mod:`runner.base.clock` and :mod:`runner.kube`
 of the runtime (checked by import-linter).
+
+Public API (``__all__``, what the manager, the controllers and the election import from
+here): :class:`Shards` and its :data:`Item`, and the membership it is built from.
 """
 
+from runner.operations.sharding.handover import Item
 from runner.operations.sharding.membership import (
     KubeLeases,
     LeaseHeldError,
@@ -26,7 +30,7 @@ from runner.operations.sharding.membership import (
     replica_problem,
 )
 from runner.operations.sharding.ring import Ring
-from runner.operations.sharding.shards import Item, Shards, Stats, shard_key
+from runner.operations.sharding.shards import Shards, Stats, shard_key
 
 __all__ = [
     "Item",

@@ -31,7 +31,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from runner.kube import errors as kube_errors
-from runner.kube.client import Client, Query
+from runner.kube.client import Client
+from runner.kube.transport import Query
 from runner.kube.types import GVK, KubeObject
 
 LEASE = GVK("coordination.k8s.io", "v1", "Lease")

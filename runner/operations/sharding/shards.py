@@ -51,9 +51,6 @@ from runner.operations.sharding import fence, handover, liveness, membership, re
 
 log = logging.getLogger("runner.sharding")
 
-#: A primary object: its kind and its queue key.
-Item = handover.Item
-
 
 def shard_key(gvk: GVK, key: ObjectKey) -> str:
     """The string hashed onto the ring: kinds spread independently of each other."""
@@ -142,7 +139,7 @@ class Shards:
 
     # -- rounds ---------------------------------------------------------------
 
-    def join(self) -> list[Item]:
+    def join(self) -> list[handover.Item]:
         """First rounds at start-up: read the group, publish, read again."""
         members = self._leases.read(timeout=self._budget())
         now = self._clock.now()
@@ -166,7 +163,7 @@ class Shards:
             self._view = views.View(target=self._liveness.target(members, now), published=None)
         return self.tick(take_over=take_over)
 
-    def tick(self, *, take_over: bool = False) -> list[Item]:
+    def tick(self, *, take_over: bool = False) -> list[handover.Item]:
         """One round: publish (when drained) and renew, then read; once more at once when
         the read changed the view and nothing needs draining, so a handover takes one
         round, not two. Returns the keys that may start here now and could not before:
@@ -179,7 +176,7 @@ class Shards:
             gained += self._round(take_over=False)
         return gained
 
-    def _round(self, *, take_over: bool) -> list[Item]:
+    def _round(self, *, take_over: bool) -> list[handover.Item]:
         with self._lock:
             view = self._view
             publish = view.published
@@ -256,7 +253,7 @@ class Shards:
         self,
         stop: threading.Event,
         *,
-        enqueue: Callable[[Iterable[Item]], None],
+        enqueue: Callable[[Iterable[handover.Item]], None],
         on_fenced: Callable[[str], None],
     ) -> None:
         """Rounds every ``retry_period`` until ``stop``; gained keys go to ``enqueue``.

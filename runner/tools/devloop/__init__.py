@@ -27,9 +27,8 @@ from typing import Protocol
 from runner.config import options
 from runner.tools.devloop.loop import DevLoop, Target, load_watches, targets
 from runner.tools.devloop.snapshot import Snapshots
-from runner.tools.devloop.syntax import Problem, check
 
-__all__ = ["DevLoop", "Problem", "Snapshots", "Target", "check", "prepare", "run"]
+__all__ = ["prepare", "run"]
 
 log = logging.getLogger("runner.devloop")
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Protocol
 
 from runner.base import errors
-from runner.config import options, watches
+from runner.config import entry, options, watches
 from runner.kube.types import GVK
 from runner.tools.devloop import snapshot as snapshot_mod
 from runner.tools.devloop import syntax
@@ -48,12 +48,12 @@ class Target(Protocol):
         """Enqueue every custom resource of ``gvk`` again; how many."""
         ...
 
-    def replace_watches(self, loaded: Sequence[watches.Watch]) -> bool:
+    def replace_watches(self, loaded: Sequence[entry.Watch]) -> bool:
         """Take an edited watches.yaml; False when only a restart can apply it."""
         ...
 
 
-def load_watches(path: Path, *, base: Path, settings: options.Settings) -> list[watches.Watch]:
+def load_watches(path: Path, *, base: Path, settings: options.Settings) -> list[entry.Watch]:
     """watches.yaml as the runner loads it, relative paths resolved against ``base``."""
     return watches.load(
         path,
@@ -64,7 +64,7 @@ def load_watches(path: Path, *, base: Path, settings: options.Settings) -> list[
     )
 
 
-def targets(watch: watches.Watch) -> list[Path]:
+def targets(watch: entry.Watch) -> list[Path]:
     """The role directories and playbook files a watch runs."""
     found: list[Path] = []
     for role, playbook in (
@@ -95,7 +95,7 @@ class DevLoop:
         self._stop = stop
         self._restart = restart
         self._interval = interval
-        self._watches: list[watches.Watch] = list(settings.watches)
+        self._watches: list[entry.Watch] = list(settings.watches)
         self._good = snapshots.scan()  # the project as the current snapshot has it
         self._refused: dict[Path, snapshot_mod.Stamp] | None = None  # reported broken
 
@@ -198,7 +198,7 @@ class DevLoop:
         self._requeue(self._affected(changed), changed)
         return True
 
-    def _source_watches(self) -> list[watches.Watch]:
+    def _source_watches(self) -> list[entry.Watch]:
         snaps = self._snapshots
         return load_watches(
             snaps.source / snaps.watches_file, base=snaps.source, settings=self._settings

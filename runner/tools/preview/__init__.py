@@ -7,10 +7,3 @@ mode with diffs, through the runtime's own Ansible layer and a read-only proxy:
 beside the runtime, above the Ansible and proxy stages it reuses (watch → queue →
 reconcile → **ansible** → status): it never watches, queues or writes status.
 """
-
-from runner.tools.preview.command import main
-from runner.tools.preview.report import Report, render
-from runner.tools.preview.session import preview
-from runner.tools.preview.target import PreviewError
-
-__all__ = ["PreviewError", "Report", "main", "preview", "render"]

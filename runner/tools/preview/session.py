@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from runner import proxy as proxy_mod
 from runner.ansible import launch, plan
+from runner.ansible import spec as ansible_spec
 from runner.config import options, sections
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
@@ -37,7 +38,7 @@ log = logging.getLogger("runner.preview")
 class Runner(Protocol):
     """What runs the spec: the runtime's AnsibleRunner (a fake in unit tests)."""
 
-    def run(self, spec: launch.RunSpec, *, log: Any) -> launch.RunResult: ...
+    def run(self, spec: ansible_spec.RunSpec, *, log: Any) -> launch.RunResult: ...
 
 
 def preview(

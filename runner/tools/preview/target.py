@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from runner.base import errors
-from runner.config import watches
+from runner.config import entry
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
@@ -33,7 +33,7 @@ class PreviewError(errors.ConfigError):
 @dataclass(frozen=True)
 class Target:
     obj: KubeObject  # what the role sees
-    watch: watches.Watch
+    watch: entry.Watch
     exists: bool
 
     @property
@@ -72,7 +72,7 @@ def read(path: Path) -> dict[str, Any]:
     return obj
 
 
-def watch_for(obj: KubeObject, *, loaded: Sequence[watches.Watch], path: Path) -> watches.Watch:
+def watch_for(obj: KubeObject, *, loaded: Sequence[entry.Watch], path: Path) -> entry.Watch:
     gvk = GVK.of(obj)
     for watch in loaded:
         if watch.gvk == gvk:
@@ -83,7 +83,7 @@ def watch_for(obj: KubeObject, *, loaded: Sequence[watches.Watch], path: Path) -
 
 
 def resolve(
-    obj: KubeObject, *, watch: watches.Watch, client: Client, default_namespace: str
+    obj: KubeObject, *, watch: entry.Watch, client: Client, default_namespace: str
 ) -> Target:
     """The object the role sees: the live CR with the file's spec, or the file's as new."""
     meta = dict(obj["metadata"])

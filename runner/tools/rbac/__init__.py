@@ -12,7 +12,3 @@ flags into output and, with ``--write``, the role file. Reaches the runtime only
 through its RBAC record (:mod:`runner.rbac`), proxy, Ansible, kube client and
 configuration; the runtime never imports it.
 """
-
-from runner.tools.rbac.command import main
-
-__all__ = ["main"]

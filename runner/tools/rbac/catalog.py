@@ -20,8 +20,6 @@ from runner.kube import discovery
 from runner.kube import errors as kube_errors
 from runner.rbac import rules as rbac_rules
 
-Fetch = discovery.Fetch  # GETs one discovery document, decoded
-
 #: Subresources RBAC checks that discovery does not list: ``<plural>/finalizers`` (the
 #: OwnerReferencesPermissionEnforcement plugin's check of ``blockOwnerDeletion``).
 _VIRTUAL = frozenset({"finalizers"})
@@ -54,7 +52,7 @@ class Catalog:
         return f"{group} {use.resource} is not served by the cluster (API discovery)"
 
 
-def read(fetch: Fetch, *, groups: Iterable[str]) -> Catalog:
+def read(fetch: discovery.Fetch, *, groups: Iterable[str]) -> Catalog:
     """What the cluster serves in ``groups``. Raises :class:`DiscoveryError` when ``/api``
     or ``/apis`` cannot be read (nothing could be checked); a group version that cannot
     be read leaves its resources unknown."""
@@ -80,7 +78,7 @@ def read(fetch: Fetch, *, groups: Iterable[str]) -> Catalog:
     return Catalog(served=frozenset(served), groups=frozenset(versions), failed=failed)
 
 
-def _document(fetch: Fetch, path: str) -> Mapping[str, Any]:
+def _document(fetch: discovery.Fetch, path: str) -> Mapping[str, Any]:
     try:
         answer = fetch(path)
     except kube_errors.KubeError as exc:

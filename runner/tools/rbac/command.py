@@ -31,6 +31,7 @@ import yaml
 from runner.base import errors, logs
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
+from runner.kube import discovery as kube_discovery
 from runner.kube import errors as kube_errors
 from runner.rbac import rules as rbac_rules
 from runner.tools.preview import command as preview_command
@@ -47,7 +48,7 @@ def main(
     args: argparse.Namespace,
     *,
     environ: Mapping[str, str],
-    discovery: catalog.Fetch | None = None,
+    discovery: kube_discovery.Fetch | None = None,
     terminal: consent.Terminal | None = None,
 ) -> int:
     """The command; ``discovery`` (default: the kubeconfig's API server) and
@@ -100,7 +101,7 @@ def _ask(
     )
 
 
-def _discovery(args: argparse.Namespace) -> catalog.Fetch:
+def _discovery(args: argparse.Namespace) -> kube_discovery.Fetch:
     """GETs of the kubeconfig's API server (``--kubeconfig``, else $KUBECONFIG, ...)."""
     client = client_mod.Client(kube_config.load(args.kubeconfig))
     return lambda path: client.request("GET", path)

@@ -6,8 +6,3 @@ the runner dir holds ansible-runner's ``status``, ``rc`` and ``job_events/``, an
 runner's :data:`runner.queue.trigger.ARTIFACT` (why it ran, how it went). Imports the
 trigger record and the settings' defaults, nothing that watches, queues or runs.
 """
-
-from runner.tools.runs.command import main
-from runner.tools.runs.history import Run, find
-
-__all__ = ["Run", "find", "main"]

@@ -17,7 +17,3 @@ operator-sdk's Ansible operator layout. Modules:
 Nothing of the runtime below ``runner.base.errors`` is imported (an import contract in
 pyproject.toml keeps it so), and the runtime never imports this package.
 """
-
-from runner.tools.scaffold.errors import ConflictError, InvalidNameError, ScaffoldError
-
-__all__ = ["ConflictError", "InvalidNameError", "ScaffoldError"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.config import watches
+from runner.config import durations
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ from runner.config import watches
     ],
 )
 def test_valid(text: str, seconds: float) -> None:
-    seen = watches.parse_duration(text)
+    seen = durations.parse(text)
 
     assert seen == pytest.approx(seconds, rel=1e-12, abs=1e-15), (
         f"expected {text!r} = {seconds}s, saw {seen}s"
@@ -73,6 +73,6 @@ def test_valid(text: str, seconds: float) -> None:
 )
 def test_invalid(text: str, problem: str) -> None:
     with pytest.raises(ValueError) as caught:
-        watches.parse_duration(text)
+        durations.parse(text)
 
     assert problem in str(caught.value), f"expected {problem!r} in {str(caught.value)!r}"

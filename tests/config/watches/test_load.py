@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runner.config import selector, watches
+from runner.config import entry, selector, watches
 from runner.kube import types as kube
 
 FULL = Path(__file__).parent / "fixtures" / "full"
@@ -20,9 +20,9 @@ def test_full_schema_round_trip() -> None:
 
     roles = FULL / "roles"
     expected = [
-        watches.Watch(
+        entry.Watch(
             gvk=MEMCACHED,
-            role=watches.Role(name="memcached", roles_path=roles, path=roles / "memcached"),
+            role=entry.Role(name="memcached", roles_path=roles, path=roles / "memcached"),
             playbook=None,
             vars={"size": 3, "since": "2024-01-01"},
             reconcile_period=3720.0,
@@ -30,9 +30,9 @@ def test_full_schema_round_trip() -> None:
             watch_dependent_resources=False,
             watch_cluster_scoped_resources=True,
             max_runner_artifacts=5,
-            finalizer=watches.Finalizer(
+            finalizer=entry.Finalizer(
                 name="cache.example.com/finalizer",
-                role=watches.Role(name="cleanup", roles_path=roles, path=roles / "cleanup"),
+                role=entry.Role(name="cleanup", roles_path=roles, path=roles / "cleanup"),
                 playbook=None,
                 vars={"state": "absent"},
             ),
@@ -57,7 +57,7 @@ def test_full_schema_round_trip() -> None:
             mark_unsafe=True,
             watch_annotations_changes=True,
         ),
-        watches.Watch(
+        entry.Watch(
             gvk=kube.GVK(group="", version="v1", kind="Secret"),
             role=None,
             playbook=FULL / "playbooks" / "secret.yml",
@@ -67,7 +67,7 @@ def test_full_schema_round_trip() -> None:
             watch_dependent_resources=True,
             watch_cluster_scoped_resources=False,
             max_runner_artifacts=20,
-            finalizer=watches.Finalizer(
+            finalizer=entry.Finalizer(
                 name="finalizer.example.com", role=None, playbook=None, vars={"finalizing": True}
             ),
             blacklist=frozenset(),

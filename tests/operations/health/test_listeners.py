@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from runner.base import listener
-from runner.operations import access, health, metrics
+from runner.base import connections, http1, listener
+from runner.operations import access, health
+from runner.operations.metrics import endpoint as metrics_endpoint
+from runner.operations.metrics import runtime
 
 IDLE_CONNECTIONS = 300
-FAST = listener.Limits(header_timeout=0.5, handshake_timeout=0.5, body_timeout=0.5)
+FAST = connections.Limits(header_timeout=0.5, handshake_timeout=0.5, body_timeout=0.5)
 
 
 def process_threads() -> int:
@@ -32,17 +34,17 @@ Served = tuple[str, int, ssl.SSLContext | None]
 
 
 @contextlib.contextmanager
-def serving(endpoint: str, *, limits: listener.Limits | None = None) -> Iterator[Served]:
+def serving(endpoint: str, *, limits: connections.Limits | None = None) -> Iterator[Served]:
     """One listener as the manager makes it: (path to GET or POST, port, client TLS context)."""
-    owner = metrics.Metrics()
+    owner = runtime.Metrics()
     tls = None
     client_tls = None
     if endpoint == "probe":
         app, path = health.handler_for(ready=lambda: True), "/healthz"
     elif endpoint == "custom":
-        app, path = metrics.custom_handler(owner), "/metrics"
+        app, path = metrics_endpoint.custom_handler(owner), "/metrics"
     else:
-        app, path = metrics.exposition_handler(owner), "/metrics"
+        app, path = metrics_endpoint.exposition_handler(owner), "/metrics"
         if endpoint == "metrics-tls":
             tls = access.server_context(None)
             client_tls = ssl.create_default_context()
@@ -116,7 +118,7 @@ def test_idle_connections_hold_no_thread_and_probes_still_answer(endpoint: str) 
         f"expected 200 at once beside {IDLE_CONNECTIONS} idle connections, "
         f"saw {code} after {seconds:.2f}s"
     )
-    bound = 1 + listener.Limits().workers
+    bound = 1 + connections.Limits().workers
     assert grown <= bound, (
         f"expected at most {bound} more threads with {IDLE_CONNECTIONS} idle connections, "
         f"saw {grown} more"
@@ -208,11 +210,11 @@ def test_a_body_within_the_limit_is_read_and_kept_alive_requests_follow() -> Non
 def test_authorization_runs_before_the_body_is_read() -> None:
     seen: list[str] = []
 
-    def authorize(request: listener.Request) -> listener.Response | None:
+    def authorize(request: http1.Request) -> http1.Response | None:
         seen.append(request.headers.get("authorization", ""))
-        return listener.text(401, "unauthorized")
+        return http1.text(401, "unauthorized")
 
-    app = listener.App(handle=lambda request: listener.text(200, "ok"), authorize=authorize)
+    app = listener.App(handle=lambda request: http1.text(200, "ok"), authorize=authorize)
     server = listener.serve(("127.0.0.1", 0), app=app, name="authorized")
     try:
         started = time.monotonic()
@@ -232,8 +234,8 @@ def test_authorization_runs_before_the_body_is_read() -> None:
 
 
 def test_the_connection_cap_evicts_the_oldest_idle_connection() -> None:
-    limits = listener.Limits(max_connections=4)
-    app = listener.App(handle=lambda request: listener.text(200, "ok"), limits=limits)
+    limits = connections.Limits(max_connections=4)
+    app = listener.App(handle=lambda request: http1.text(200, "ok"), limits=limits)
     server = listener.serve(("127.0.0.1", 0), app=app, name="capped")
     idle = [
         socket.create_connection(("127.0.0.1", server.server_port), timeout=5) for _ in range(8)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.base import listener
-from runner.operations import metrics
+from runner.base import http1, listener
+from runner.operations.metrics import endpoint, runtime
 from runner.rbac import record
 
 #: What the fake API server says of each token, per non-resource path.
@@ -16,7 +16,7 @@ ALLOWED = {
 }
 
 
-def verdict(path: str) -> metrics.Authorize:
+def verdict(path: str) -> endpoint.Authorize:
     def decide(header: str | None) -> int:
         if not header:
             return 401
@@ -27,7 +27,7 @@ def verdict(path: str) -> metrics.Authorize:
 
 def status(app: listener.App, path: str, token: str | None) -> int:
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    request = listener.Request(method="GET", target=path, version="HTTP/1.1", headers=headers)
+    request = http1.Request(method="GET", target=path, version="HTTP/1.1", headers=headers)
     refused = app.authorize(request) if app.authorize is not None else None
     return refused.status if refused is not None else app.handle(request).status
 
@@ -51,8 +51,8 @@ def status(app: listener.App, path: str, token: str | None) -> int:
 def test_debug_rbac_needs_its_own_review_off_loopback(
     peer: str, token: str | None, require_rbac: bool, expected: int
 ) -> None:
-    app = metrics.exposition_handler(
-        metrics.Metrics(),
+    app = endpoint.exposition_handler(
+        runtime.Metrics(),
         authorize=verdict("/metrics") if require_rbac else None,
         rbac=record.Record().snapshot,
         rbac_authorize=verdict("/debug/rbac"),
@@ -70,8 +70,8 @@ def test_debug_rbac_needs_its_own_review_off_loopback(
     [pytest.param("127.0.0.1", id="loopback"), pytest.param("192.0.2.7", id="remote")],
 )
 def test_metrics_stay_as_they_were_from_anywhere(peer: str) -> None:
-    app = metrics.exposition_handler(
-        metrics.Metrics(),
+    app = endpoint.exposition_handler(
+        runtime.Metrics(),
         rbac=record.Record().snapshot,
         rbac_authorize=verdict("/debug/rbac"),
         peer=lambda: peer,

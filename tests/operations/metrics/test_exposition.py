@@ -11,14 +11,16 @@ from typing import Any
 import pytest
 
 from runner.kube.types import GVK
-from runner.operations import health, metrics
+from runner.metrics import exposition
+from runner.operations import health
+from runner.operations.metrics import endpoint, runtime
 from runner.watch.predicate import Event, EventType
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 
 
-def lines(registry_owner: metrics.Metrics) -> list[str]:
-    return metrics.exposition(registry_owner.registry).decode().splitlines()
+def lines(registry_owner: runtime.Metrics) -> list[str]:
+    return exposition.exposition(registry_owner.registry).decode().splitlines()
 
 
 @pytest.mark.parametrize(
@@ -68,7 +70,7 @@ def lines(registry_owner: metrics.Metrics) -> list[str]:
 def test_role_metrics_keep_the_name_the_role_gave(
     payloads: list[dict[str, Any]], present: list[str], absent: list[str]
 ) -> None:
-    owner = metrics.Metrics()
+    owner = runtime.Metrics()
     for payload in payloads:
         owner.apply_custom({"name": "things", "description": "Things seen", **payload})
     text = lines(owner)
@@ -88,13 +90,13 @@ def test_role_metrics_keep_the_name_the_role_gave(
     ],
 )
 def test_bad_role_metrics_are_refused(payload: dict[str, Any], problem: str) -> None:
-    owner = metrics.Metrics()
+    owner = runtime.Metrics()
     with pytest.raises(ValueError, match=problem):
         owner.apply_custom({"description": "d", **payload})
 
 
 def test_changing_a_role_metric_type_is_refused() -> None:
-    owner = metrics.Metrics()
+    owner = runtime.Metrics()
     owner.apply_custom({"name": "c", "description": "d", "counter": {"increment": True}})
     with pytest.raises(ValueError, match="another type"):
         owner.apply_custom({"name": "c", "description": "d", "gauge": {"set": 1}})
@@ -117,11 +119,11 @@ def test_changing_a_role_metric_type_is_refused() -> None:
     ],
 )
 def test_numbers_are_written_as_go_writes_them(value: float, expected: str) -> None:
-    assert metrics.go_float(value) == expected
+    assert exposition.go_float(value) == expected
 
 
 def test_built_in_series_have_sorted_labels_and_no_created_series() -> None:
-    owner = metrics.Metrics()
+    owner = runtime.Metrics()
     owner.observe_run(MEMCACHED, failed=True, seconds=0.2)
     owner.reconciled(
         controller="memcached-controller",
@@ -150,7 +152,7 @@ def test_built_in_series_have_sorted_labels_and_no_created_series() -> None:
 
 
 def test_resource_created_at_follows_the_primary_events() -> None:
-    owner = metrics.Metrics()
+    owner = runtime.Metrics()
     obj = {
         "metadata": {
             "name": "m",
@@ -170,10 +172,10 @@ def test_resource_created_at_follows_the_primary_events() -> None:
 
 
 @pytest.fixture
-def custom_url() -> Iterator[tuple[str, metrics.Metrics]]:
-    owner = metrics.Metrics()
+def custom_url() -> Iterator[tuple[str, runtime.Metrics]]:
+    owner = runtime.Metrics()
     server = health.serve(
-        ("127.0.0.1", 0), handler=metrics.custom_handler(owner), name="custom-metrics"
+        ("127.0.0.1", 0), handler=endpoint.custom_handler(owner), name="custom-metrics"
     )
     yield f"http://127.0.0.1:{server.server_port}/metrics", owner
     server.shutdown()
@@ -191,7 +193,7 @@ def post(url: str, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 
 
 def test_the_custom_endpoint_answers_400_with_the_reason(
-    custom_url: tuple[str, metrics.Metrics],
+    custom_url: tuple[str, runtime.Metrics],
 ) -> None:
     url, owner = custom_url
     assert post(url, {"name": "ok", "description": "d", "counter": {"increment": True}}) == (

@@ -9,17 +9,21 @@ import difflib
 import pytest
 
 from runner.kube.types import ObjectKey
-from runner.operations import metrics
+from runner.metrics import exposition
+from runner.operations.metrics import runtime
 from runner.operations.sharding import metrics as shard_metrics
+from runner.proxy import metrics as api_metrics
 from runner.queue import workqueue
+from runner.reconcile import metrics as controller_metrics
 from runner.warm import metrics as warm_metrics
 from runner.watch import budget
+from runner.watch import metrics as informer_metrics
 from tests.operations.metrics import samples
 
 
-def populated() -> metrics.Metrics:
+def populated() -> runtime.Metrics:
     """One registry with a series in every family, each value fixed."""
-    owner = metrics.Metrics()
+    owner = runtime.Metrics()
     queue = workqueue.WorkQueue(base_delay=0.01, max_delay=1.0)
     queue.add(ObjectKey("ns/m"))
     owner.add_controller(name="memcached-controller", workers=2, work_queue=queue)
@@ -32,15 +36,19 @@ def populated() -> metrics.Metrics:
     owner.webhook_started("/validate")
     owner.webhook_finished("/validate", code=200, seconds=0.04)
     owner.webhook_started("/mutate")
-    owner.add_api_counter(lambda: 1234567)
-    owner.add_queue_gauges(
-        depth=lambda: {samples.MEMCACHED: 1}, in_flight=lambda: {samples.MEMCACHED: 0}
+    owner.add(api_metrics.RequestCount(lambda: 1234567))
+    owner.add(
+        controller_metrics.KindGauges(
+            depth=lambda: {samples.MEMCACHED: 1}, in_flight=lambda: {samples.MEMCACHED: 0}
+        )
     )
-    owner.add_informer_gauges(
-        lambda: [
-            (samples.MEMCACHED, budget.Held(objects=3, bytes=4096)),
-            (samples.PROBE, budget.Held(1, 10)),
-        ]
+    owner.add(
+        informer_metrics.InformerGauges(
+            lambda: [
+                (samples.MEMCACHED, budget.Held(objects=3, bytes=4096)),
+                (samples.PROBE, budget.Held(1, 10)),
+            ]
+        )
     )
     owner.add(
         warm_metrics.LauncherCollector(
@@ -68,7 +76,7 @@ def populated() -> metrics.Metrics:
 
 
 def test_every_family_is_written_as_before() -> None:
-    seen = metrics.exposition(populated().registry).decode()
+    seen = exposition.exposition(populated().registry).decode()
     seen = "\n".join(
         line for line in seen.splitlines() if not line.startswith("playbook_operator_build_info")
     )
@@ -91,5 +99,5 @@ def test_every_family_is_written_as_before() -> None:
     ],
 )
 def test_each_family_is_on_the_one_registry(family: str) -> None:
-    text = metrics.exposition(populated().registry).decode()
+    text = exposition.exposition(populated().registry).decode()
     assert f"# TYPE {family} " in text, f"expected family {family} in:\n{text}"

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from runner.config import entry as config_entry
 from runner.config import options, sections, watches
 from runner.kube.types import GVK
 from runner.tools import devloop
 from runner.tools.devloop import loop as loop_mod
+from runner.tools.devloop import snapshot, syntax
 
 A = GVK("tests.example.dev", "v1", "Alpha")
 B = GVK("tests.example.dev", "v1", "Beta")
@@ -28,14 +30,14 @@ class FakeRunner:
     def __init__(self, kinds: set[GVK]) -> None:
         self.kinds = kinds
         self.requeued: list[GVK] = []
-        self.replaced: list[list[watches.Watch]] = []
+        self.replaced: list[list[config_entry.Watch]] = []
         self.restarts = 0
 
     def requeue(self, gvk: GVK) -> int:
         self.requeued.append(gvk)
         return 1
 
-    def replace_watches(self, loaded: Sequence[watches.Watch]) -> bool:
+    def replace_watches(self, loaded: Sequence[config_entry.Watch]) -> bool:
         self.replaced.append(list(loaded))
         return {w.gvk for w in loaded} == self.kinds
 
@@ -48,7 +50,7 @@ class Project:
     path: Path
     loop: loop_mod.DevLoop
     runner: FakeRunner
-    snapshots: devloop.Snapshots
+    snapshots: snapshot.Snapshots
 
     def write(self, relative: str, text: str) -> None:
         target = self.path / relative
@@ -173,7 +175,7 @@ def test_yaml_problems_name_line_and_column(
 ) -> None:
     path = tmp_path / "file.yml"
     path.write_text(text)
-    problem = devloop.check(path, shown_as=Path("roles/x/file.yml"))
+    problem = syntax.check(path, shown_as=Path("roles/x/file.yml"))
     if line is None:
         assert problem is None, f"expected no problem, saw {problem}"
         return

@@ -15,7 +15,7 @@ import yaml
 
 from runner import cli
 from runner.kube import errors as kube_errors
-from runner.tools import rbac
+from runner.tools.rbac import command
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROBE_GROUP = "tests.playbook-operator.dev"
@@ -134,7 +134,7 @@ def run(
     if role is not None:
         (tmp_path / "role.yaml").write_text(role, encoding="utf-8")
     args = parse(tmp_path, flags=flags, grant_denied=grant_denied)
-    code = rbac.main(
+    code = command.main(
         args,
         environ={},
         discovery=fetch if fetch is not None else discovery(),

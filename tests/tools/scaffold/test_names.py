@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.tools.scaffold import InvalidNameError, names
+from runner.tools.scaffold import names
+from runner.tools.scaffold.errors import InvalidNameError
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ import pytest
 
 from runner.ansible import events
 from runner.base import logs
+from runner.config import sections
 
 DEPRECATION = "Direct access to the `environment` attribute is deprecated."
 STDOUT_219 = (
@@ -68,7 +69,7 @@ def lines_of(stream: io.StringIO) -> list[dict[str, Any]]:
 
 def reconcile(event: dict[str, Any], *, name: str) -> None:
     log = logs.bind(logging.getLogger("runner.reconcile"), name=name)
-    tally = events.Tally(log=log, level=events.LogEvents.TASKS, verbosity=2)
+    tally = events.Tally(log=log, level=sections.LogEvents.TASKS, verbosity=2)
     tally.handle(event)
 
 

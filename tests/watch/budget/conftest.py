@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runner.config import selector, watches
+from runner.config import entry, selector
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey
 from runner.proxy import ownership
@@ -22,9 +22,9 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 Registry = Callable[..., dependents.DependentWatches]
 
 
-def owner_watch(**keys: Any) -> watches.Watch:
+def owner_watch(**keys: Any) -> entry.Watch:
     """The owner kind's watch (a ConfigMap plays the custom resource), with ``keys`` set."""
-    return watches.Watch(
+    return entry.Watch(
         gvk=CONFIGMAP,
         role=None,
         playbook=None,
@@ -82,7 +82,7 @@ def registry(kube: Client, namespace: str) -> Iterator[Registry]:
     """Start dependent watches (in ``namespace``) for the ConfigMap owner kind's watch."""
     stop = threading.Event()
 
-    def start(watch: watches.Watch) -> dependents.DependentWatches:
+    def start(watch: entry.Watch) -> dependents.DependentWatches:
         def enqueue(key: ObjectKey, priority: workqueue.Priority, *why: object) -> None:
             return None
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from runner.base import errors
-from runner.config import watches
+from runner.config import entry, watches
 
 HEAD = "- group: cache.example.com\n  version: v1alpha1\n  kind: Memcached\n  role: memcached\n"
 
 
-def load(tmp_path: Path, *lines: str) -> list[watches.Watch]:
+def load(tmp_path: Path, *lines: str) -> list[entry.Watch]:
     (tmp_path / "roles" / "memcached" / "tasks").mkdir(parents=True, exist_ok=True)
     (tmp_path / "roles" / "memcached" / "tasks" / "main.yml").write_text("---\n[]\n")
     path = tmp_path / "watches.yaml"

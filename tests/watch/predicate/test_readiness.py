@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runner.config import selector, watches
+from runner.config import entry, selector
 from runner.kube.types import GVK, ObjectKey
 from runner.queue import workqueue
 from runner.watch import dependents, predicate
@@ -132,8 +132,8 @@ def _registry(*, readiness: frozenset[str]) -> tuple[dependents.DependentWatches
     """Dependent watches of Deployments for two owner kinds; only OWNER may opt in."""
     heard: list[str] = []
 
-    def watch(gvk: GVK, kinds: frozenset[str]) -> watches.Watch:
-        return watches.Watch(
+    def watch(gvk: GVK, kinds: frozenset[str]) -> entry.Watch:
+        return entry.Watch(
             gvk=gvk,
             role=None,
             playbook=None,
