@@ -376,11 +376,11 @@ def test_bodies_past_the_budget_are_refused_unread_and_the_rest_answered(
     answerer.go.set()
     for thread in threads:
         thread.join(timeout=60)
-    assert (
-        sorted(statuses, reverse=True)
-        == [200] * budget + sorted([s for s in statuses if s != 200], reverse=True)
-        and statuses.count(200) == budget
-    ), f"expected {budget} bodies held and answered, {extra} refused; saw {sorted(statuses)}"
+    refused = [s for s in statuses if s != 200]
+    assert statuses.count(200) == budget and len(refused) == extra, (
+        f"expected {budget} bodies held and answered, {extra} refused; saw {sorted(statuses)}"
+    )
+    assert all(s in (503, 0) for s in refused), f"expected 503s or cut connections: {refused}"
 
 
 def test_requests_past_the_waiting_bound_are_answered_429_at_once(
