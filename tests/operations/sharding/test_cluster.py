@@ -136,7 +136,8 @@ def test_replicas_share_the_objects_and_hand_them_over_without_overlap(
     wave1 = converged(run_log, keys=keys, wave=1, timeout=CONVERGE)
     wait_shared(first_three)
     shares = Counter(run.replica for run in wave1.values())
-    assert all(12 <= shares[r] <= 28 for r in ("r1", "r2", "r3")), (
+    # The ring hashes the keys, whose namespace is random per run: 12/19/29 was seen once.
+    assert all(10 <= shares[r] <= 32 for r in ("r1", "r2", "r3")), (
         f"expected each of 3 replicas to run roughly 20 of {OBJECTS} objects; saw {dict(shares)}"
     )
     ran_by: dict[str, set[str]] = {}
