@@ -47,8 +47,7 @@ def parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     _flag(preview, "cr_file", metavar="CR.yaml", help="the custom resource to preview")
-    _flag(preview, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
-    _flag(preview, "--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG, ...)")
+    flags.add_project_flags(preview)
     _flag(
         preview,
         "--namespace",
@@ -56,9 +55,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="namespace of a CR whose file names none (default: the kubeconfig's)",
     )
-    _flag(preview, "--ansible-args", default="", help="extra arguments for ansible-playbook")
-    _flag(preview, "--ansible-roles-path", default="", help="extra roles path")
-    _flag(preview, "--ansible-collections-path", default="", help="extra collections path")
+    flags.add_ansible_path_flags(preview)
     _flag(preview, "--output", "-o", choices=["text", "json"], default="text", help="format")
     _rbac_flags(commands)
     _runs_flags(commands)
@@ -114,12 +111,9 @@ def _rbac_flags(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         action="store_true",
         help="ask at a terminal, rule by rule, whether to grant requests the API server denied",
     )
-    _flag(rbac, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
-    _flag(rbac, "--kubeconfig", default=None, help="kubeconfig (default: $KUBECONFIG, ...)")
+    flags.add_project_flags(rbac)
     _flag(rbac, "--namespace", "-n", default=None, help="namespace of samples that name none")
-    _flag(rbac, "--ansible-args", default="", help="extra arguments for ansible-playbook")
-    _flag(rbac, "--ansible-roles-path", default="", help="extra roles path")
-    _flag(rbac, "--ansible-collections-path", default="", help="extra collections path")
+    flags.add_ansible_path_flags(rbac)
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -42,9 +42,9 @@ def _flag(parser: argparse.ArgumentParser, *names: str, **kwargs: object) -> Non
     parser.add_argument(*names, **kwargs)  # type: ignore[arg-type]
 
 
-def _reconcile_flags(parser: argparse.ArgumentParser) -> None:
-    """watches.yaml, the API server, and when and how often CRs reconcile."""
-    reconcile = sections.ReconcileSettings()
+def add_project_flags(parser: argparse.ArgumentParser) -> None:
+    """``--watches-file`` and ``--kubeconfig``: the project and its cluster (``run``,
+    ``preview`` and ``rbac`` declare them here, once)."""
     _flag(parser, "--watches-file", default="./watches.yaml", help="path to watches.yaml")
     _flag(
         parser,
@@ -52,6 +52,25 @@ def _reconcile_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
     )
+
+
+def add_ansible_path_flags(parser: argparse.ArgumentParser) -> None:
+    """``--ansible-args`` and the roles and collections paths (``run``, ``preview``,
+    ``rbac``)."""
+    _flag(parser, "--ansible-args", default="", help="extra arguments for ansible-playbook")
+    _flag(parser, "--ansible-roles-path", default="", help="extra roles path (colon-separated)")
+    _flag(
+        parser,
+        "--ansible-collections-path",
+        default="",
+        help="extra collections path (colon-separated)",
+    )
+
+
+def _reconcile_flags(parser: argparse.ArgumentParser) -> None:
+    """watches.yaml, the API server, and when and how often CRs reconcile."""
+    reconcile = sections.ReconcileSettings()
+    add_project_flags(parser)
     _flag(
         parser,
         "--reconcile-period",
@@ -113,14 +132,7 @@ def _ansible_flags(parser: argparse.ArgumentParser) -> None:
         choices=range(8),
         help="ansible-playbook verbosity 0-7",
     )
-    _flag(parser, "--ansible-args", default="", help="extra arguments for ansible-playbook")
-    _flag(parser, "--ansible-roles-path", default="", help="extra roles path (colon-separated)")
-    _flag(
-        parser,
-        "--ansible-collections-path",
-        default="",
-        help="extra collections path (colon-separated)",
-    )
+    add_ansible_path_flags(parser)
     _flag(
         parser,
         "--ansible-log-events",
