@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from runner.ansible import extravars, launch, spec
-from runner.config import entry, sections
+from runner.config import entry, roles, sections
 from runner.kube.types import GVK, KubeObject
 
 #: Appended to ``--ansible-args`` in check mode: Ansible's check mode, with the diffs
@@ -57,7 +57,7 @@ class Environment(Protocol):
 class Content:
     """What runs: exactly one of a role and a playbook."""
 
-    role: entry.Role | None
+    role: roles.Role | None
     playbook: Path | None
 
     @classmethod

@@ -24,13 +24,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runner.base import errors
+from runner.config import roles
 from runner.kube import types as kube
-
-if TYPE_CHECKING:
-    from runner.config import entry
 
 KEYS = ("validation", "mutation")
 _FIELDS = ("role", "playbook", "vars", "operations", "timeoutSeconds", "failurePolicy")
@@ -56,7 +54,7 @@ class FailurePolicy(enum.Enum):
 #: Reports a mistake: (field, problem) → the error to raise.
 ErrorFor = Callable[[str | None, str], errors.WatchesError]
 #: Finds the role or playbook of a mapping, as the entry's own are found: (raw, prefix).
-Resolve = Callable[[Mapping[str, Any], str], "tuple[entry.Role | None, Path | None]"]
+Resolve = Callable[[Mapping[str, Any], str], tuple[roles.Role | None, Path | None]]
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,7 @@ class Hook:
 
     kind: Kind
     gvk: kube.GVK
-    role: entry.Role | None  # exactly one of role and playbook is set
+    role: roles.Role | None  # exactly one of role and playbook is set
     playbook: Path | None
     vars: Mapping[str, Any] = field(hash=False)
     operations: frozenset[str] = frozenset(DEFAULT_OPERATIONS)

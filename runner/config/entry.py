@@ -3,7 +3,8 @@
 :mod:`runner.config.watches` builds these values once at start-up; the stages after it
 (watch → queue → reconcile → ansible → status) only read them. They are frozen, and hold
 operator-sdk's defaults already filled in, so no stage knows the file's spelling or its
-defaults. Callers name them from here: ``entry.Watch``, ``entry.Role``, ``entry.Finalizer``.
+defaults. Callers name them from here: ``entry.Watch``, ``entry.Finalizer``; a role is a
+:class:`runner.config.roles.Role`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.config import admission
+from runner.config import admission, roles
 
 # Named apart: the field ``Watch.selector`` hides the module inside the class body.
 from runner.config import selector as selector_mod
@@ -23,20 +24,11 @@ DEFAULT_MAX_RUNNER_ARTIFACTS = 20
 
 
 @dataclass(frozen=True)
-class Role:
-    """A role as ansible-runner is given it: ``--role name`` with ``roles_path`` on the path."""
-
-    name: str  # the directory's basename, or the FQCN of a collection role
-    roles_path: Path | None  # None for a collection role: Ansible finds it by FQCN
-    path: Path  # the role's directory, which exists
-
-
-@dataclass(frozen=True)
 class Finalizer:
     """Run on deletion: ``role`` or ``playbook``, else the watch's own, with ``vars`` added."""
 
     name: str
-    role: Role | None
+    role: roles.Role | None
     playbook: Path | None
     vars: Mapping[str, Any] = field(hash=False)
 
@@ -46,7 +38,7 @@ class Watch:
     """One entry of watches.yaml, with operator-sdk's defaults filled in."""
 
     gvk: kube.GVK
-    role: Role | None  # exactly one of role and playbook is set
+    role: roles.Role | None  # exactly one of role and playbook is set
     playbook: Path | None
     vars: Mapping[str, Any] = field(hash=False)
     reconcile_period: float | None  # seconds; None: use the flag (operator-sdk ignores 0)

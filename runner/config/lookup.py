@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.config import entry, fields
+from runner.config import fields, roles
 
 #: Ansible's own default, used when no collections path is given.
 DEFAULT_COLLECTIONS_PATH = ("~/.ansible/collections", "/usr/share/ansible/collections")
@@ -43,7 +43,7 @@ class Search:
 
 def target(
     raw: Mapping[str, Any], *, where: fields.Where, search: Search, prefix: str
-) -> tuple[entry.Role | None, Path | None]:
+) -> tuple[roles.Role | None, Path | None]:
     """The ``role`` or ``playbook`` of ``raw`` (at most one is set), found on disk."""
     role, playbook = (
         fields.get(raw, key, str, where=where, prefix=prefix) for key in ("role", "playbook")
@@ -64,8 +64,8 @@ def target(
         for path, fqcn in candidates:
             if path.is_dir():
                 if fqcn is not None:
-                    return entry.Role(name=fqcn, roles_path=None, path=path), None
-                return entry.Role(name=path.name, roles_path=path.parent, path=path), None
+                    return roles.Role(name=fqcn, roles_path=None, path=path), None
+                return roles.Role(name=path.name, roles_path=path.parent, path=path), None
         looked = ", ".join(str(path) for path, _ in candidates)
         raise where.error(prefix + "role", f"role {role!r} not found; looked in: {looked}")
     return None, None

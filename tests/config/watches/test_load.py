@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runner.config import entry, selector, watches
+from runner.config import entry, roles, selector, watches
 from runner.kube import types as kube
 
 FULL = Path(__file__).parent / "fixtures" / "full"
@@ -18,11 +18,11 @@ MEMCACHED = kube.GVK(group="cache.example.com", version="v1alpha1", kind="Memcac
 def test_full_schema_round_trip() -> None:
     loaded = watches.load(FULL / "watches.yaml", environ={}, base_dir=FULL)
 
-    roles = FULL / "roles"
+    roles_dir = FULL / "roles"
     expected = [
         entry.Watch(
             gvk=MEMCACHED,
-            role=entry.Role(name="memcached", roles_path=roles, path=roles / "memcached"),
+            role=roles.Role(name="memcached", roles_path=roles_dir, path=roles_dir / "memcached"),
             playbook=None,
             vars={"size": 3, "since": "2024-01-01"},
             reconcile_period=3720.0,
@@ -32,7 +32,7 @@ def test_full_schema_round_trip() -> None:
             max_runner_artifacts=5,
             finalizer=entry.Finalizer(
                 name="cache.example.com/finalizer",
-                role=entry.Role(name="cleanup", roles_path=roles, path=roles / "cleanup"),
+                role=roles.Role(name="cleanup", roles_path=roles_dir, path=roles_dir / "cleanup"),
                 playbook=None,
                 vars={"state": "absent"},
             ),

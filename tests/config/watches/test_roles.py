@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runner.base import errors
-from runner.config import entry, watches
+from runner.config import roles, watches
 
 
 def make_role(path: Path) -> Path:
@@ -18,7 +18,7 @@ def make_role(path: Path) -> Path:
 
 def load_role(
     tmp_path: Path, role: str, *, roles_path: tuple[str, ...] = (), collections: str = "colls"
-) -> entry.Role | None:
+) -> roles.Role | None:
     path = tmp_path / "watches.yaml"
     path.write_text(f"- {{version: v1, kind: Secret, role: {role!r}}}\n")
     (watch,) = watches.load(
@@ -36,7 +36,7 @@ def test_absolute_path(tmp_path: Path) -> None:
 
     seen = load_role(tmp_path, str(role_dir))
 
-    expected = entry.Role(name="web", roles_path=tmp_path / "elsewhere", path=role_dir)
+    expected = roles.Role(name="web", roles_path=tmp_path / "elsewhere", path=role_dir)
     assert seen == expected, f"expected {expected}, saw {seen}"
 
 
@@ -46,7 +46,7 @@ def test_fqcn_in_a_collection(tmp_path: Path) -> None:
 
     seen = load_role(tmp_path, "acme.web.server")
 
-    expected = entry.Role(name="acme.web.server", roles_path=None, path=role_dir)
+    expected = roles.Role(name="acme.web.server", roles_path=None, path=role_dir)
     assert seen == expected, f"expected {expected}, saw {seen}"
 
 
@@ -60,7 +60,7 @@ def test_fqcn_under_the_default_collections_path(
 
     (watch,) = watches.load(path, environ={}, base_dir=tmp_path)
 
-    expected = entry.Role(name="a.b.c", roles_path=None, path=role_dir)
+    expected = roles.Role(name="a.b.c", roles_path=None, path=role_dir)
     assert watch.role == expected, f"expected {expected}, saw {watch.role}"
 
 
@@ -77,7 +77,7 @@ def test_roles_path_entry(tmp_path: Path, layout: str) -> None:
 
     seen = load_role(tmp_path, "web", roles_path=("", str(tmp_path / "ansible")))
 
-    expected = entry.Role(name="web", roles_path=role_dir.parent, path=role_dir)
+    expected = roles.Role(name="web", roles_path=role_dir.parent, path=role_dir)
     assert seen == expected, f"expected {expected}, saw {seen}"
 
 
@@ -86,7 +86,7 @@ def test_relative_roles_path_entry_is_relative_to_base_dir(tmp_path: Path) -> No
 
     seen = load_role(tmp_path, "web", roles_path=("vendor",))
 
-    expected = entry.Role(name="web", roles_path=role_dir.parent, path=role_dir)
+    expected = roles.Role(name="web", roles_path=role_dir.parent, path=role_dir)
     assert seen == expected, f"expected {expected}, saw {seen}"
 
 
@@ -104,7 +104,7 @@ def test_base_dir(tmp_path: Path, role: str, layout: str) -> None:
 
     seen = load_role(tmp_path, role)
 
-    expected = entry.Role(name=role_dir.name, roles_path=role_dir.parent, path=role_dir)
+    expected = roles.Role(name=role_dir.name, roles_path=role_dir.parent, path=role_dir)
     assert seen == expected, f"expected {expected}, saw {seen}"
 
 
