@@ -46,6 +46,7 @@ from typing import Any
 
 from runner.ansible import guard, snake
 from runner.base import errors
+from runner.kube import decode
 from runner.kube.types import GVK, KubeObject
 
 #: Variables with this prefix are Ansible's own (connection, interpreter, become, …).
@@ -145,7 +146,7 @@ def data(value: Any, *, dropped: list[str], path: str = "") -> Any:
     loader (checked first, without recursing)."""
     # The extra vars nest the CR two levels deeper: the variable and the unsafe wrapper.
     limit = guard.MAX_DEPTH - 2
-    if guard.depth(value, limit=limit) > limit:
+    if decode.nesting(value, limit=limit) > limit:
         where = f" ({path})" if path else ""
         raise errors.UnsafeVariablesError(
             f"the object nests deeper than {limit} levels{where}: not passed to Ansible"

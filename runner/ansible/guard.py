@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from runner.base import errors
+from runner.kube import decode
 
 #: Keys starting with this (in any case) are type tags to ansible-core's JSON decoder.
 TAG_PREFIX = "__ansible"
@@ -50,27 +51,6 @@ def is_wrapper(value: Mapping[Any, Any]) -> bool:
     return len(value) == 1 and isinstance(value.get(UNSAFE_KEY), str)
 
 
-def depth(value: Any, *, limit: int = MAX_DEPTH) -> int:
-    """How deep ``value`` nests (a scalar is 0), counting at most to ``limit + 1``; never
-    recurses, so a CR of any depth can be measured."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        level += 1
-        deepest = max(deepest, level)
-        if deepest > limit:
-            return deepest
-        stack.extend((child, level) for child in children)
-    return deepest
-
-
 def unwrapped(value: Any) -> str | None:
     """Where in ``value`` a string is not inside an unsafe wrapper (``.a[0]``, or ``""``
     for ``value`` itself), or None when every string is wrapped."""
@@ -89,7 +69,7 @@ def unwrapped(value: Any) -> str | None:
 def check(document: Any) -> None:
     """Raise :class:`~runner.base.errors.UnsafeVariablesError` naming the first place where
     ``document`` (decoded JSON) would not reach Ansible as plain data."""
-    if depth(document) > MAX_DEPTH:
+    if decode.nesting(document, limit=MAX_DEPTH) > MAX_DEPTH:
         raise errors.UnsafeVariablesError(f"the variables nest deeper than {MAX_DEPTH} levels")
     stack: list[tuple[Any, str]] = [(document, "")]
     while stack:
@@ -112,7 +92,7 @@ def check(document: Any) -> None:
 
 def dumps(document: Mapping[str, Any], *, default: Callable[[Any], Any] | None = None) -> str:
     """``document`` as the JSON text ansible-core will read, checked in that final form."""
-    if depth(document) > MAX_DEPTH:  # before encoding, which recurses
+    if decode.nesting(document, limit=MAX_DEPTH) > MAX_DEPTH:  # before encoding, which recurses
         raise errors.UnsafeVariablesError(f"the variables nest deeper than {MAX_DEPTH} levels")
     try:
         text = json.dumps(dict(document), default=default, ensure_ascii=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -292,7 +292,7 @@ def _trim(value: Any, *, max_depth: int) -> tuple[Any, int]:
         for key, item in entries:
             if isinstance(item, dict | list):
                 if level >= max_depth:
-                    depth = _nesting(item)
+                    depth = nesting(item)
                     deepest = max(deepest, level + depth)
                     child: Any = Truncated(start=-1, end=-1, depth=depth)
                 else:
@@ -308,15 +308,19 @@ def _trim(value: Any, *, max_depth: int) -> tuple[Any, int]:
     return root, deepest
 
 
-def _nesting(value: Any) -> int:
-    """Levels of containers in ``value``, itself included; without recursion."""
+def nesting(value: Any, *, limit: int | None = None) -> int:
+    """Levels of containers in ``value``, itself included (a scalar is 0); without
+    recursion, so an object of any depth can be measured. With ``limit``, counting stops
+    once past it (the result is then ``limit + 1`` or more)."""
     deepest = 0
     pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:
         item, level = pending.pop()
-        if isinstance(item, dict | list):
+        if isinstance(item, Mapping | list):
             deepest = max(deepest, level)
-            children = item.values() if isinstance(item, dict) else item
+            if limit is not None and deepest > limit:
+                return deepest
+            children = item.values() if isinstance(item, Mapping) else item
             pending.extend((child, level + 1) for child in children)
     return deepest
 

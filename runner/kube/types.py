@@ -71,6 +71,13 @@ class Resource:
         return base
 
 
+def content(obj: KubeObject) -> dict[str, Any]:
+    """All of ``obj`` but metadata and status: what a reconcile acts on. On a CRD without
+    the status subresource a change to status bumps the generation too, so comparing
+    this is how such a bump is told from a change to reconcile."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
 def object_key(obj: KubeObject) -> ObjectKey:
     meta = obj.get("metadata", {})
     return make_key(namespace=meta.get("namespace") or "", name=meta.get("name", ""))

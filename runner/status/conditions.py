@@ -49,7 +49,7 @@ from typing import Any, Protocol
 
 from runner.base import errors
 from runner.kube import errors as kube_errors
-from runner.kube.types import GVK, KubeObject
+from runner.kube.types import GVK, KubeObject, content
 
 #: One entry of ``status.conditions``. A plain dict: custom conditions written by
 #: roles (k8s_status) may carry any field, and every field must survive.
@@ -336,7 +336,7 @@ def write(
         patch: dict[str, Any] = {"conditions": conditions}
         patch.update(fields or {})
         observed = observed_generation
-        same_spec = subresource == "" and seen is not None and _content(live) == _content(seen)
+        same_spec = subresource == "" and seen is not None and content(live) == content(seen)
         if same_spec and observed is not None:
             observed = live_meta.get("generation", observed)  # only status moved since
         unchanged = all(status.get(k) == v for k, v in (fields or {}).items()) and (
@@ -379,9 +379,3 @@ def _raise_if_there(
     if uid is not None and (live.get("metadata") or {}).get("uid") != uid:
         return
     raise errors.StatusSubresourceMissing(f"{gvk.kind} has no status subresource")
-
-
-def _content(obj: KubeObject) -> dict[str, Any]:
-    """What a run reconciles: all but metadata and status (on a CRD without a status
-    subresource, a change to any of it, status included, bumps the generation)."""
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}

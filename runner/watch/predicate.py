@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
+from runner.kube import types as kube_types
 from runner.kube.types import GVK, KubeObject
 from runner.queue import trigger
 
@@ -72,11 +73,7 @@ def generation_changed(event: Event) -> bool:
         return False
     # A kind without the status subresource bumps the generation on status writes too
     # (the runner's own): those are not a change to reconcile.
-    return _content(event.obj) != _content(event.old)
-
-
-def _content(obj: KubeObject) -> dict[str, object]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    return kube_types.content(event.obj) != kube_types.content(event.old)
 
 
 def annotations_changed(event: Event) -> bool:
