@@ -23,6 +23,7 @@ from runner.proxy import audit, ownership, sessions
 from runner.rbac import record, rules
 from runner.tools.rbac import derive
 from runner.webhook import hooks, review
+from tests.reconcile import fakes
 
 GADGET = GVK("webhook.test.example.com", "v1", "Gadget")
 CLAIMED = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
@@ -79,22 +80,7 @@ class _Ansible:
         self._proxy.audit.account(
             session, method="GET", path="/api/v1/namespaces/ns1/secrets/s", status=403
         )
-        return launch.RunResult(
-            ok=1,
-            changed=0,
-            skipped=0,
-            failures=0,
-            completion="",
-            failed=False,
-            failed_tasks=(),
-            requeue_after=None,
-            stats_missing=False,
-            duration=0.1,
-            artifact_dir=Path("."),
-            status="successful",
-            rc=0,
-            output_tail="",
-        )
+        return fakes.succeeded()
 
 
 def _answer(tmp_path: Path, claimed: GVK) -> record.Record:

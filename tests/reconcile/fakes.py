@@ -81,6 +81,26 @@ class FakeClient:
         return {c["type"]: c for c in found}
 
 
+def succeeded(*, artifact_dir: Path = Path("."), completion: str = "") -> launch.RunResult:
+    """A run that went well: one task ok, nothing changed."""
+    return launch.RunResult(
+        ok=1,
+        changed=0,
+        skipped=0,
+        failures=0,
+        completion=completion,
+        failed=False,
+        failed_tasks=(),
+        requeue_after=None,
+        stats_missing=False,
+        duration=0.1,
+        artifact_dir=artifact_dir,
+        status="successful",
+        rc=0,
+        output_tail="",
+    )
+
+
 class FakeRunner:
     """Records each RunSpec; ``behave`` decides the run's outcome (default: success)."""
 
@@ -93,21 +113,9 @@ class FakeRunner:
         self.specs.append(spec)
         spec.private_data_dir.mkdir(parents=True, exist_ok=True)
         self.behave(spec)
-        return launch.RunResult(
-            ok=1,
-            changed=0,
-            skipped=0,
-            failures=0,
-            completion="2024-01-01T00:00:00Z",
-            failed=False,
-            failed_tasks=(),
-            requeue_after=None,
-            stats_missing=False,
-            duration=0.1,
+        return succeeded(
             artifact_dir=spec.private_data_dir / "artifacts" / spec.ident,
-            status="successful",
-            rc=0,
-            output_tail="",
+            completion="2024-01-01T00:00:00Z",
         )
 
 

@@ -16,6 +16,7 @@ from runner.base import logs
 from runner.config import sections, watches
 from runner.kube.types import GVK, KubeObject
 from runner.webhook import hooks, review
+from tests.reconcile import fakes
 
 GADGET = GVK("webhook.test.example.com", "v1", "Gadget")
 REQUEST = review.Request(
@@ -48,22 +49,7 @@ class _HeldRun:
         self.timeouts.append(spec.timeout)
         self.started.set()
         self.release.wait(timeout=60)
-        return launch.RunResult(
-            ok=1,
-            changed=0,
-            skipped=0,
-            failures=0,
-            completion="",
-            failed=False,
-            failed_tasks=(),
-            requeue_after=None,
-            stats_missing=False,
-            duration=0.1,
-            artifact_dir=Path("."),
-            status="successful",
-            rc=0,
-            output_tail="",
-        )
+        return fakes.succeeded()
 
 
 def _answerer(tmp_path: Path, runner: _HeldRun) -> tuple[hooks.Hooks, hooks.Served]:
