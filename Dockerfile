@@ -11,8 +11,8 @@
 #                                pin it by digest in release builds. Anything Debian-based
 #                                with python3 (3.12 or later for ansible-core 2.20 and 2.21),
 #                                pip and apt will do (hack/image/base.sh makes one).
-#   ANSIBLE_CORE                 "2.21" (default, the newest line), "2.20", or "2.19" (the
-#                                oldest supported, the last that also runs on Python 3.11);
+#   ANSIBLE_CORE                 "2.21" (default, the newest line, as `make venv`'s), "2.20",
+#                                or "2.19" (end-of-life, the last that runs on Python 3.11);
 #                                see docs/migrating.md for what each changes for roles.
 #                                hack/constraints/ansible-<line>.txt pins ansible-core and
 #                                the `ansible` package built against it.

@@ -27,16 +27,17 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-# ansible-core lines: the main venv (this host's Python 3.11) runs the oldest supported
-# one; the newest needs Python >= 3.12 and runs in a Debian 13 (trixie) root with Python
-# 3.13 (hack/trixie/root.sh, cached in .cache/trixie/; root and debootstrap needed), where
-# `make test-ansible-2.21` runs the Ansible-layer, runner, warm and public-pattern tests again.
-ANSIBLE_OLDEST := 2.19
-ANSIBLE_NEWEST := 2.21
+# ansible-core lines (runner/ansible/lines.py: which are supported, on which Pythons, until
+# when): .venv/ is on the newest line this host's Pythons allow. hack/venv.py picks $PYTHON,
+# else python3.14..3.12 on PATH, else pyenv's newest; only a Python 3.11 falls back to 2.19,
+# with a warning that it is end-of-life. `make test` runs on .venv's line; `make test-lanes`
+# runs the Ansible-layer, runner, warm and compatibility tests again on each older line
+# still supported, on its oldest Python, in a venv of its own (.cache/venv-<line>/).
+ANSIBLE_LANES := 2.20 2.19
 ANSIBLE_LANE_TESTS := tests/ansible tests/runner tests/warm/test_reuse.py \
 	tests/warm/test_templates.py tests/warm/test_sameness.py tests/warm/test_shortcut.py \
-	tests/warm/test_gates.py tests/warm/test_recycle.py tests/compat/test_public_patterns.py
-# `make docker-build ANSIBLE_CORE=2.19`: the image's ansible-core line (default 2.21).
+	tests/warm/test_gates.py tests/warm/test_recycle.py tests/compat
+# `make docker-build ANSIBLE_CORE=2.20`: the image's ansible-core line (default: the newest).
 ANSIBLE_CORE ?=
 
 # The embedded cluster writes its admin kubeconfig here (a contract: docs and tests use it).
@@ -58,24 +59,15 @@ endif
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9.-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
 
-$(VENV)/.installed: pyproject.toml hack/constraints/ansible-$(ANSIBLE_OLDEST).txt
-	python3 -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c hack/constraints/ansible-$(ANSIBLE_OLDEST).txt -e '.[dev]'
-	touch $@
-
 # The warm launch client, compiled (runner/warm/client.c); without it wire.py is used.
 WARM_CLIENT := runner/warm/wire-client
 
 .PHONY: venv
-venv: $(VENV)/.installed $(WARM_CLIENT) ## Create .venv/ with the runner and its dev tools.
+venv: $(WARM_CLIENT) ## Create .venv/ on the newest ansible-core line this host's Python allows (PYTHON=...: that Python).
+	@python3 hack/venv.py ensure $(VENV)
 
 $(WARM_CLIENT): runner/warm/client.c
 	$(CC) -O2 -Wall -Wextra -o $@ $<
-
-.PHONY: trixie-root
-trixie-root: ## Make the Debian 13 root (Python 3.13) with the project on ansible-core 2.21 (.cache/trixie/; root).
-	hack/trixie/root.sh $(ANSIBLE_NEWEST) >/dev/null
 
 ##@ Development
 
@@ -85,7 +77,7 @@ trixie-root: ## Make the Debian 13 root (Python 3.13) with the project on ansibl
 #                   TEST_WORKERS parallel pytest-xdist workers (--dist loadgroup keeps the
 #                   tests that share cluster-scoped state on one worker)
 #   make test-lanes the slow lanes: the real node and image scenarios (one at a time), the
-#                   Ansible-layer, runner and warm tests on ansible-core 2.21, molecule
+#                   Ansible-layer, runner and warm tests on the older lines, molecule
 #   make test-all   test + test-lanes: everything, what CI (.ci/run) runs
 # Workers: most tests wait on the API server, Ansible or a timeout, not on a core; 3 was
 # the fastest on 2 cores (docs/development.md has the figures). TEST_WORKERS=0: serial.
@@ -117,15 +109,15 @@ fmt: venv ## Format the Python code.
 	$(BIN)/ruff check --fix .
 
 .PHONY: test
-test: venv cluster-up ## The gate: lint, unit and integration tests on ansible-core 2.19, TEST_WORKERS in parallel (leaves the cluster up; the slow lanes: test-lanes).
+test: venv cluster-up ## The gate: lint, unit and integration tests on .venv's (the newest) ansible-core line, TEST_WORKERS in parallel (leaves the cluster up; the slow lanes: test-lanes).
 	$(MAKE) --no-print-directory lint
-	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$(ANSIBLE_OLDEST) $(BIN)/pytest -m 'not lane and not exclusive' $(PYTEST_PARALLEL)
-	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$(ANSIBLE_OLDEST) $(BIN)/pytest -m 'exclusive and not lane'
+	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$$(python3 hack/venv.py line $(VENV)) $(BIN)/pytest -m 'not lane and not exclusive' $(PYTEST_PARALLEL)
+	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$$(python3 hack/venv.py line $(VENV)) $(BIN)/pytest -m 'exclusive and not lane'
 
 .PHONY: test-lanes
-test-lanes: venv cluster-up ## The slow lanes: real node and image scenarios, ansible-core 2.21 (trixie root), the embedded molecule scenario.
-	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$(ANSIBLE_OLDEST) $(BIN)/pytest -m lane
-	$(MAKE) --no-print-directory test-ansible-$(ANSIBLE_NEWEST)
+test-lanes: venv cluster-up ## The slow lanes: real node and image scenarios, the Ansible lane on each older line (ANSIBLE_LANES), the embedded molecule scenario.
+	KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$$(python3 hack/venv.py line $(VENV)) $(BIN)/pytest -m lane
+	$(foreach line,$(ANSIBLE_LANES),$(MAKE) --no-print-directory test-ansible LINE=$(line) &&) true
 	$(MAKE) --no-print-directory molecule
 
 .PHONY: test-all
@@ -144,17 +136,19 @@ FUZZ_EXAMPLES ?= 2000
 fuzz: venv ## The property tests with FUZZ_EXAMPLES generated cases each (CR data, AdmissionReview, watches.yaml, kubeconfig, proxy targets, annotations).
 	KUBECONFIG= HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q $(FUZZ_TESTS)
 
-# A line that needs Python >= 3.12, in the trixie root (hack/trixie/test.sh): `make
-# test-ansible LINE=2.20` (or ANSIBLE_LINE=2.20), or `make test-ansible-2.21`. Skipped, with
-# the reason, where the root cannot be made (not root, no debootstrap).
-ANSIBLE_LINE ?= $(or $(LINE),$(ANSIBLE_NEWEST))
-.PHONY: test-ansible test-ansible-2.20 test-ansible-2.21
-test-ansible: cluster-up ## The Ansible-layer, runner and warm tests on ansible-core LINE (2.20, 2.21: Python 3.13, in the trixie root).
-	hack/trixie/test.sh $(ANSIBLE_LINE) -m 'not exclusive' $(PYTEST_PARALLEL) $(ANSIBLE_LANE_TESTS)
-	hack/trixie/test.sh $(ANSIBLE_LINE) -m exclusive $(ANSIBLE_LANE_TESTS)
-test-ansible-2.20 test-ansible-2.21: test-ansible-%: cluster-up
-	hack/trixie/test.sh $* -m 'not exclusive' $(PYTEST_PARALLEL) $(ANSIBLE_LANE_TESTS)
-	hack/trixie/test.sh $* -m exclusive $(ANSIBLE_LANE_TESTS)
+# The Ansible lane on one line, in its own venv on the line's oldest Python (hack/venv.py
+# makes .cache/venv-<line>/ on first use): `make test-ansible LINE=2.20` (or ANSIBLE_LINE=).
+# Skipped, with the reason, where no Python for the line is installed.
+ANSIBLE_LINE ?= $(or $(LINE),$(firstword $(ANSIBLE_LANES)))
+LANE_VENV = $(CURDIR)/.cache/venv-$(ANSIBLE_LINE)
+LANE_ENV = KUBECONFIG= PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE=$(ANSIBLE_LINE) PATH=$(LANE_VENV)/bin:$$PATH
+.PHONY: test-ansible
+test-ansible: cluster-up ## The Ansible-layer, runner and warm tests on ansible-core LINE (2.19, 2.20, 2.21), on its oldest Python.
+	@if python3 hack/venv.py pick --line $(ANSIBLE_LINE) --python oldest >/dev/null; then \
+		python3 hack/venv.py ensure $(LANE_VENV) --line $(ANSIBLE_LINE) --python oldest && \
+		$(LANE_ENV) $(LANE_VENV)/bin/pytest -m 'not exclusive' $(PYTEST_PARALLEL) $(ANSIBLE_LANE_TESTS) && \
+		$(LANE_ENV) $(LANE_VENV)/bin/pytest -m exclusive $(ANSIBLE_LANE_TESTS); \
+	else echo "test-ansible LINE=$(ANSIBLE_LINE) skipped: no Python for it here"; fi
 
 .PHONY: unit
 unit: venv ## Unit tests only (no cluster, no Ansible run).
@@ -215,14 +209,6 @@ run: venv $(if $(USE_EMBEDDED),cluster-up) install ## Run the operator in the fo
 	ANSIBLE_ROLES_PATH=$(CURDIR)/roles $(BIN)/playbook-operator run --watches-file=./watches.yaml \
 		--health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=127.0.0.1:8080 --zap-devel \
 		--webhook-host=127.0.0.1 --webhook-port=$(WEBHOOK_PORT) --webhook-cert-dir=$(WEBHOOK_CERT_DIR) --dev
-
-.PHONY: run-ansible-2.21
-run-ansible-2.21: venv $(if $(USE_EMBEDDED),cluster-up) install ## `make run` on ansible-core 2.21: the same operator (--dev) in the trixie root (root).
-	hack/trixie/root.sh 2.21 >/dev/null
-	ANSIBLE_ROLES_PATH=$(CURDIR)/roles hack/trixie/enter.sh --line 2.21 -- \
-		playbook-operator run --watches-file=./watches.yaml \
-		--health-probe-bind-address=127.0.0.1:6789 --metrics-bind-address=127.0.0.1:8080 --zap-devel \
-		--dev
 
 ##@ Deployment
 

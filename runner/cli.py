@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import logging
 import os
 import sys
 from collections.abc import Sequence
 
 import runner
+from runner.ansible import lines
 from runner.base import errors, logs
 from runner.config import builder, flags, flagtypes, options, sections
 from runner.tools.scaffold import commands as scaffold_commands
@@ -59,6 +61,12 @@ def parser() -> argparse.ArgumentParser:
     _flag(preview, "--output", "-o", choices=["text", "json"], default="text", help="format")
     _rbac_flags(commands)
     _runs_flags(commands)
+    commands.add_parser(
+        "version",
+        help="print the versions: Playbook Operator, Python, ansible-core, ansible-runner, "
+        "kubernetes.core",
+        allow_abbrev=False,
+    )
     return top
 
 
@@ -140,6 +148,18 @@ def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> opti
     return builder.build(vars(args), given=given, environ=environ, log=log)
 
 
+def _version() -> int:
+    """``playbook-operator version``, in the form of ``ansible-operator version``; a line past
+    its end of life is said on stderr."""
+    collections = [p for p in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(":") if p]
+    found = lines.installed(collections)
+    print(f'playbook-operator version: "{runner.__version__}", {found.describe()}')
+    warning = lines.end_of_life_warning(found.ansible_core, today=datetime.date.today())
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     if getattr(args, "scaffold", None):
@@ -157,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from runner.tools.runs import command as runs_command  # noqa: PLC0415
 
         return runs_command.main(args)
+    if args.command == "version":
+        return _version()
     if args.command != "run":
         parser().print_help()
         return 2

@@ -318,6 +318,9 @@ def _self_signed() -> tuple[bytes, bytes]:
             ),
             critical=False,
         )
+        # Key identifiers: Python 3.13's strict verification refuses a certificate without.
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(key.public_key()), False)
         .sign(key, hashes.SHA256())
     )
     return (

@@ -20,14 +20,16 @@ the process goes through :mod:`runner.operations.exits`.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import logging
 import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+import runner
 from runner import proxy
-from runner.ansible import launch, plan
+from runner.ansible import launch, lines, plan
 from runner.base import errors
 from runner.config import entry, options, sections
 from runner.kube import client as client_mod
@@ -382,6 +384,7 @@ class Manager:
         """
         signal.signal(signal.SIGTERM, self.exit.on_signal)
         signal.signal(signal.SIGINT, self.exit.on_signal)
+        log_versions(self.settings.ansible.collections_path)
         listeners = servers.Servers(
             serving=self.settings.serving,
             client=self.client,
@@ -411,3 +414,12 @@ class Manager:
         deadline = time.monotonic() + self.settings.graceful_shutdown_timeout
         clean = self.runnables.stop(deadline=deadline)
         return self.exit.stopped(clean=clean)
+
+
+def log_versions(collections_path: Sequence[str]) -> None:
+    """The first lines of a run: what it runs roles with, and a warning for an end-of-life line."""
+    found = lines.installed(collections_path)
+    log.info("Version", extra={"playbook-operator": runner.__version__, **found.fields()})
+    warning = lines.end_of_life_warning(found.ansible_core, today=datetime.date.today())
+    if warning:
+        log.warning(warning, extra={"supported": list(lines.SUPPORTED)})

@@ -49,9 +49,12 @@ def children_map() -> dict[int, list[int]]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
+        # Bytes, no codec: this runs in a launcher while SIGCHLDs arrive, and on Python
+        # 3.13.0 a first codec lookup there failed with "SystemError: error return without
+        # exception set", killing the launcher.
         try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
         children.setdefault(int(fields[1]), []).append(int(entry))

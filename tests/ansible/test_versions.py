@@ -1,9 +1,9 @@
 """The ansible-core lines the runner supports (2.19, 2.20, 2.21) and where roles see a difference.
 
-The same tests run on the oldest and the newest line: ``make test`` with the main
-venv (2.19, pinned by ``hack/constraints/ansible-2.19.txt``) and ``make
-test-ansible-2.21`` in the Python 3.13 root; each sets
-``PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE`` so a lane that silently ran another line
+The same tests run on every supported line: ``make test`` with the main venv (the
+newest line its Python allows, ``hack/venv.py``) and ``make test-ansible LINE=<line>``
+(``make test-lanes``: 2.20 on Python 3.12, 2.19 on 3.11) in venvs of their own; each
+sets ``PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE`` so a lane that silently ran another line
 fails. ansible-operator's own images ship 2.18, which templated numbers into strings
 (docs/migrating.md); every supported line keeps the expression's type.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import devcluster
-from runner.ansible import launch
+from runner.ansible import launch, lines
 from runner.ansible import spec as ansible_spec
 from runner.kube import client, errors
 from runner.kube.types import GVK
@@ -31,8 +31,8 @@ from tests.ansible.conftest import (
 )
 
 CONFIGMAP = GVK("", "v1", "ConfigMap")
-SUPPORTED = ("2.19", "2.20", "2.21")
-#: The line a test lane pins (``make test``, ``make test-ansible-2.21``); unset: any supported one.
+SUPPORTED = lines.SUPPORTED
+#: The line a test lane pins (``make test``, ``make test-ansible LINE=2.20``); unset: any line.
 EXPECTED_ENV = "PLAYBOOK_OPERATOR_TEST_ANSIBLE_CORE"
 
 

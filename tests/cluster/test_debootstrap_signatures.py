@@ -1,6 +1,6 @@
 """Every debootstrap the project runs checks the suite's signature: ``--force-check-gpg``
 with Debian's archive keyring, so a mirror (or anyone on the way to it, the default
-mirror is plain http) cannot hand the stand-in images or the trixie root other packages.
+mirror is plain http) cannot hand the stand-in images other packages.
 
 Without ``--force-check-gpg``, debootstrap skips the check when it finds no keyring
 (and says so only in its log). The scripts are read, not run: each debootstrap command
@@ -18,7 +18,7 @@ import pytest
 HACK = Path(__file__).resolve().parents[2] / "hack"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 #: The scripts that make a Debian root; each must be found to call debootstrap.
-MAKERS = ("image/base.sh", "trixie/root.sh")
+MAKERS = ("image/base.sh",)
 
 
 #: What may stand before a command's name: shell keywords and commands that run another.

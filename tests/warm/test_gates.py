@@ -19,7 +19,7 @@ OFF_MESSAGE = "warm runs compute these themselves on this ansible-core, as cold 
     "kind", [pytest.param("program", id="program"), pytest.param("module", id="module")]
 )
 def test_every_mechanism_holds_on_the_installed_ansible_core(kind: str) -> None:
-    """Run on every supported line (make test, make test-ansible-2.21): warm is fully warm."""
+    """Run on every supported line (make test, make test-ansible LINE=...): warm is fully warm."""
     off = gates.check(kind)
     assert off == {}, f"expected every {kind} mechanism on, these are off: {gates.describe(off)}"
 

@@ -104,10 +104,31 @@ def _valid(cert_file: Path, *, host: str) -> bool:
         cert = x509.load_pem_x509_certificate(cert_file.read_bytes())
     except (OSError, ValueError):
         return False
-    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        # Python 3.13's strict verification refuses a certificate without one (made before).
+        cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier)
+        cert.extensions.get_extension_for_class(x509.KeyUsage)
+    except x509.ExtensionNotFound:
+        return False
     ips = names.get_values_for_type(x509.IPAddress)
     left = cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
     return ipaddress.ip_address(host) in ips and left > RENEW_BEFORE
+
+
+def _usage(*, cert_sign: bool) -> x509.KeyUsage:
+    """Key usage: Python 3.13's strict verification wants keyCertSign on a CA with a path length."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=cert_sign,
+        encipher_only=False,
+        decipher_only=False,
+    )
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
@@ -157,6 +178,8 @@ def certificates(cert_dir: Path, *, host: str = "127.0.0.1") -> bytes:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_usage(cert_sign=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
@@ -175,6 +198,11 @@ def certificates(cert_dir: Path, *, host: str = "127.0.0.1") -> bytes:
             critical=False,
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(_usage(cert_sign=False), critical=True)
+        # Python 3.13 verifies strictly (VERIFY_X509_STRICT): key identifiers are required.
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
         .sign(ca_key, hashes.SHA256())
     )
     _write_key(cert_dir / "tls.key", key)
