@@ -32,6 +32,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,7 +155,8 @@ def _digest(line: str) -> str:
 def ensure(venv: Path, *, line: str | None, python: str | None) -> None:
     """Make VENV unless its stamp says it is what ``pick`` chooses; one at a time per VENV."""
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+    key = hashlib.sha256(str(venv.resolve()).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"playbook-operator-venv-{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         _ensure(venv, line=line, python=python)
 
