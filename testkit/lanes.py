@@ -74,6 +74,7 @@ MEMCACHED_CRD_TESTS = (
     "tests/memcached/test_levels.py",
     "tests/memcached/test_nonblocking.py",
     "tests/memcached/test_runs_per_rollout.py",
+    "tests/memcached/test_kstatus.py",
     "tests/memcached/test_webhook_roles.py::test_make_run_wiring_serves_the_roles",
     "tests/tools/preview/test_preview.py",
 )

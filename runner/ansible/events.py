@@ -48,7 +48,7 @@ import logging
 import re
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runner.ansible import redact
@@ -96,6 +96,9 @@ class FailedTask:
     task: str
     role: str | None
     message: str
+    # The module that failed (``ansible.builtin.assert``): a role refusing its input is a
+    # permanent failure (runner.reconcile.readiness). Not compared: it only qualifies.
+    action: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -335,7 +338,12 @@ def _is_requeue(data: Mapping[str, Any]) -> bool:
 
 
 def _failed_task(data: Mapping[str, Any]) -> FailedTask:
-    return FailedTask(task=_task(data), role=_role(data), message=_failure_message(data.get("res")))
+    return FailedTask(
+        task=_task(data),
+        role=_role(data),
+        message=_failure_message(data.get("res")),
+        action=str(data.get("resolved_action") or data.get("task_action") or ""),
+    )
 
 
 def _failure_message(res: Any) -> str:

@@ -273,6 +273,12 @@ def _reconcile(
         inject_owner_ref=read.boolean("inject_owner_ref", True),
         cache_reads=read.boolean("cache_reads", True),
         proxy_port=read.whole("proxy_port"),
+        # Named after the operator, as its Lease is (_election).
+        field_manager=(
+            read.text("leader_election_id")
+            or environ.get("OPERATOR_NAME", "")
+            or _RECONCILE.field_manager
+        ),
     )
 
 

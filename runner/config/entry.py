@@ -70,3 +70,9 @@ class Watch:
         default_factory=selector_mod.LabelSelector
     )
     cache_secrets: bool = False
+    # kstatus' Reconciling, Ready and Stalled beside operator-sdk's conditions
+    # (runner.status.kstatus); false for operators whose roles manage those themselves.
+    kstatus_conditions: bool = True
+    # After a successful run, delete owned children of the kinds its runs write that this
+    # run did not touch through the proxy (runner.prune); off unless the watch opts in.
+    prune: bool = False

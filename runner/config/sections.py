@@ -91,6 +91,9 @@ class ReconcileSettings:
     inject_owner_ref: bool = True
     cache_reads: bool = True  # serve roles' GETs of watched kinds from informer caches
     proxy_port: int = 0  # any free port; each run's kubeconfig names it
+    #: The field manager of status writes and prunes: the operator's name
+    #: (--leader-election-id, $OPERATOR_NAME), as a server-side apply names its writer.
+    field_manager: str = "playbook-operator"
 
     def workers_for(self, gvk: GVK) -> int:
         """Workers for one watch: its environment override, else ``--max-concurrent-reconciles``."""

@@ -54,6 +54,7 @@ _KEYS = (
     "reconcileTimeout",
     "watchDependentReadiness",
     *("dependentSelector", "cacheSecrets"),
+    *("kstatusConditions", "prune"),
     *admission.KEYS,
 )
 
@@ -157,6 +158,8 @@ def _watch(raw: object, *, where: fields.Where, search: lookup.Search) -> entry.
         **_admission(raw, gvk=gvk, where=where, search=search),
         dependent_selector=dependent_selector,
         cache_secrets=fields.flag(raw, "cacheSecrets", default=False, where=where),
+        kstatus_conditions=fields.flag(raw, "kstatusConditions", default=True, where=where),
+        prune=fields.flag(raw, "prune", default=False, where=where),
     )
 
 

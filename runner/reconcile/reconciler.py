@@ -37,9 +37,11 @@ from runner.config import entry, options, sections
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey, make_key, split_key
+from runner.prune import candidates as prune_candidates
+from runner.prune import pruner
 from runner.queue import trigger
 from runner.rbac import record as rbac_record
-from runner.reconcile import finalizer, pause, progress, run, startup, tuning
+from runner.reconcile import finalizer, pause, progress, readiness, run, startup, tuning
 from runner.status import recorder
 
 log = logging.getLogger("runner.reconcile")
@@ -134,8 +136,17 @@ class Reconciler:
         self._tuning = tuning.Tuning(reconcile=reconcile, ansible=ansible, events=events)
         self._finalizer = finalizer.Finalizer(client=client)
         self._progress = progress.Progress(
-            client=client, gvk=watch.gvk, events=events, children=children
+            client=client,
+            gvk=watch.gvk,
+            events=events,
+            children=children,
+            failures=readiness.Failures(base=reconcile.backoff_base, cap=reconcile.backoff_max),
+            field_manager=reconcile.field_manager,
         )
+        # Pruning reads what runs touched through the owner-injecting proxy: without it
+        # (a static kubeconfig) there is no such account, and nothing is ever pruned.
+        proxied = not isinstance(environment, StaticEnvironment)
+        self._pruner = pruner.Pruner(client=client, events=events) if proxied else None
         self._ansible = run.AnsibleStep(
             gvk=watch.gvk,
             # run_env is shared: the manager fills it at start-up.
@@ -249,7 +260,12 @@ class Reconciler:
                 message = self._progress.run_step_failed(obj, exc, watch=watch, log=log)
                 raise errors.ReconcileError(message) from exc
         self._ansible.report(result, meta=meta, log=log)
-        self._progress.finished(obj, result, watch=watch, started=started, finalizing=finalizing)
+        seen = self._progress.touched(obj)
+        if watch.prune and not result.failed and not finalizing:
+            self._prune(obj, seen=seen, watch=watch, log=log)
+        self._progress.finished(
+            obj, result, watch=watch, started=started, finalizing=finalizing, seen=seen
+        )
         if result.failed:
             raise ReconcileFailed(progress.failure_message(result))
         if finalizing:
@@ -260,6 +276,21 @@ class Reconciler:
         if result.requeue_after is not None:
             return Result(requeue_after=result.requeue_after, requested=True)
         return Result(requeue_after=period)
+
+    def _prune(
+        self,
+        obj: KubeObject,
+        *,
+        seen: startup.Seen | None,
+        watch: entry.Watch,
+        log: logs.BoundLogger,
+    ) -> None:
+        """After a successful run: delete the owned children it no longer touched."""
+        if self._pruner is None or seen is None:
+            log.warning("prune: true needs the owner-injecting proxy's record; not pruning")
+            return
+        touched = [prune_candidates.Ref(c.api_version, c.kind, c.namespace, c.name) for c in seen]
+        self._pruner.prune(obj, touched=touched, skip=watch.blacklist, log=log)
 
 
 def _ignore(waiting: bool) -> None:

@@ -49,7 +49,12 @@ from typing import Any, Protocol
 
 from runner.base import errors
 from runner.kube import errors as kube_errors
+from runner.kube.client import APPLY_PATCH, Query
 from runner.kube.types import GVK, KubeObject, content
+
+#: The field manager of status writes when the operator names none (runner.config's
+#: ``field_manager``: ``--leader-election-id``, ``$OPERATOR_NAME``).
+FIELD_MANAGER = "playbook-operator"
 
 #: One entry of ``status.conditions``. A plain dict: custom conditions written by
 #: roles (k8s_status) may carry any field, and every field must survive.
@@ -58,7 +63,7 @@ Condition = dict[str, Any]
 RUNNING = "Running"
 SUCCESSFUL = "Successful"
 FAILURE = "Failure"
-RECONCILING = "Reconciling"  # kstatus' condition: here only while waiting for a run slot
+RECONCILING = "Reconciling"  # kstatus' condition (runner.status.kstatus); here: the slot wait
 REASON_WAITING = "WaitingForSlot"
 MESSAGE_WAITING = "Waiting for a run slot (--max-concurrent-runs)"
 
@@ -112,8 +117,13 @@ def mark_running(
 ) -> list[Condition]:
     """Before Ansible starts; ``why`` (the run's trigger) follows operator-sdk's message in
     parentheses, so a message match on its prefix still holds: the reason is unchanged."""
-    # The wait for a run slot is over (mark_waiting): its condition goes.
-    out = [c for c in copy.deepcopy(list(conditions)) if c.get("type") != RECONCILING]
+    # The wait for a run slot is over (mark_waiting): its condition goes. kstatus'
+    # Reconciling (runner.status.kstatus, which turned the wait into Running) stays.
+    out = [
+        c
+        for c in copy.deepcopy(list(conditions))
+        if c.get("type") != RECONCILING or c.get("reason") != REASON_WAITING
+    ]
     successful = _find(out, SUCCESSFUL)
     if successful is not None:
         out = _set(out, {**successful, "status": "False"}, now=now)
@@ -259,7 +269,9 @@ class StatusClient(Protocol):
         name: str,
         namespace: str | None = None,
         body: Any,
+        content_type: str = ...,
         subresource: str = "",
+        query: Query | None = None,
     ) -> KubeObject: ...
 
 
@@ -277,31 +289,36 @@ def write(
     fields: Mapping[str, Any] | None = None,
     subresource: str = "status",
     seen: KubeObject | None = None,
+    field_manager: str = FIELD_MANAGER,
+    own_types: frozenset[str] | None = None,
 ) -> KubeObject | None:
-    """Apply ``conditions_update`` to the live object's conditions and patch its status.
+    """Apply ``conditions_update`` to the live object's conditions and write its status.
 
     Reads the object fresh (a cached copy could be stale and undo a role's
-    write), then sends a JSON merge patch to the ``status`` subresource holding
-    only ``conditions`` (the whole merged list: merge patch replaces lists) and
-    ``observedGeneration``, so other status keys written by roles
-    (``k8s_status``) survive. ``metadata.resourceVersion`` in the patch makes it
-    conditional; on 409 the read and transition are redone, up to ``retries``
-    times. Returns the updated object (the live one if nothing changed), or
-    ``None`` if the object is gone.
+    write), then applies (server-side apply, ``force``, under ``field_manager``)
+    only what the runtime owns: ``conditions``, ``observedGeneration`` and
+    ``fields``. Other status keys written by roles (``k8s_status``) are not in the
+    apply, so they are neither owned nor touched. Conditions: when the CRD lists
+    them as a map keyed by ``type`` (as the object's managedFields show), only the
+    types in ``own_types`` are applied, and the API server merges them with the
+    role's; otherwise (an atomic list, or not known yet) the whole merged list is.
+    ``metadata.resourceVersion`` in the apply makes it conditional; on 409 the
+    read and transition are redone, up to ``retries`` times. Returns the updated
+    object (the live one if nothing changed), or ``None`` if the object is gone.
 
     ``current``, when given (the object a previous write returned, or the cached
-    copy), replaces the first read: the patch is still conditional on its
+    copy), replaces the first read: the write is still conditional on its
     resourceVersion, so a stale copy only costs a 409 and a fresh read. A write
     based on it is never skipped as a no-op, since the copy may be stale.
 
-    ``fields``, when given, are other status keys the runtime writes in the same patch
-    (``reconciledChildren``, runner.reconcile.startup).
+    ``fields``, when given, are other status keys the runtime writes in the same apply
+    (``reconciledChildren``, runner.reconcile.startup); None removes the key.
 
     ``uid``, when given, pins the write to that incarnation of the object: an
     object deleted and re-created under the same name (a new uid) during the run
     counts as gone, and never gets the old run's result. The uid is checked on
-    every object the transition is applied to; the patch's ``resourceVersion``
-    then covers a re-creation between that read and the patch, since a
+    every object the transition is applied to; the apply's ``resourceVersion``
+    then covers a re-creation between that read and the write, since a
     resourceVersion names one version of one object (a re-created one never
     shares it). The uid is not sent: the status subresource ignores all of
     ``metadata`` but ``resourceVersion`` (a ``metadata.uid`` there is neither
@@ -324,35 +341,29 @@ def write(
         except kube_errors.NotFoundError:
             return None
         current = None
-        live_meta = live.get("metadata") or {}
-        if uid is not None and live_meta.get("uid") != uid:
+        if uid is not None and (live.get("metadata") or {}).get("uid") != uid:
             return None  # ours was deleted; this one is a re-creation under its name
-        status = live.get("status")
-        status = status if isinstance(status, dict) else {}
-        raw = status.get("conditions")
-        # Non-object entries cannot be conditions; operator-sdk drops them too.
-        before = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
-        conditions = conditions_update(copy.deepcopy(before))
-        patch: dict[str, Any] = {"conditions": conditions}
-        patch.update(fields or {})
-        observed = observed_generation
-        same_spec = subresource == "" and seen is not None and content(live) == content(seen)
-        if same_spec and observed is not None:
-            observed = live_meta.get("generation", observed)  # only status moved since
-        unchanged = all(status.get(k) == v for k, v in (fields or {}).items()) and (
-            conditions == (raw or [])
+        status, unchanged = _status_update(
+            live,
+            conditions_update=conditions_update,
+            observed_generation=observed_generation,
+            fields=fields,
+            subresource=subresource,
+            seen=seen,
         )
-        unchanged = unchanged and (observed is None or status.get("observedGeneration") == observed)
-        if same_spec and observed is not None and not unchanged:
-            observed += 1  # this write's own status change bumps the generation
-        if observed is not None:
-            patch["observedGeneration"] = observed
         if unchanged and fresh:
             return live
-        body = {"metadata": {"resourceVersion": live_meta.get("resourceVersion")}, "status": patch}
+        body = _apply_body(gvk, live, status=status, own_types=own_types)
+        query: Query = {"fieldManager": field_manager, "force": "true"}
         try:
             return client.patch(
-                gvk, name=name, namespace=namespace, body=body, subresource=subresource
+                gvk,
+                name=name,
+                namespace=namespace,
+                body=body,
+                content_type=APPLY_PATCH,
+                subresource=subresource,
+                query=query,
             )
         except kube_errors.NotFoundError:
             if subresource == "status":
@@ -365,6 +376,70 @@ def write(
                     f"status of {gvk.kind} {where}: still conflicting after {retries} retries"
                 ) from exc
             attempt += 1
+
+
+def _status_update(
+    live: KubeObject,
+    *,
+    conditions_update: Callable[[list[Condition]], list[Condition]],
+    observed_generation: int | None,
+    fields: Mapping[str, Any] | None,
+    subresource: str,
+    seen: KubeObject | None,
+) -> tuple[dict[str, Any], bool]:
+    """The status keys to write over ``live``, and whether they are all as they are."""
+    live_meta = live.get("metadata") or {}
+    status = live.get("status")
+    status = status if isinstance(status, dict) else {}
+    raw = status.get("conditions")
+    # Non-object entries cannot be conditions; operator-sdk drops them too.
+    before = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
+    conditions = conditions_update(copy.deepcopy(before))
+    update: dict[str, Any] = {"conditions": conditions}
+    update.update(fields or {})
+    observed = observed_generation
+    same_spec = subresource == "" and seen is not None and content(live) == content(seen)
+    if same_spec and observed is not None:
+        observed = live_meta.get("generation", observed)  # only status moved since
+    unchanged = all(status.get(k) == v for k, v in (fields or {}).items()) and (
+        conditions == (raw or [])
+    )
+    unchanged = unchanged and (observed is None or status.get("observedGeneration") == observed)
+    if same_spec and observed is not None and not unchanged:
+        observed += 1  # this write's own status change bumps the generation
+    if observed is not None:
+        update["observedGeneration"] = observed
+    return update, unchanged
+
+
+def _apply_body(
+    gvk: GVK, live: KubeObject, *, status: dict[str, Any], own_types: frozenset[str] | None
+) -> dict[str, Any]:
+    """The server-side apply of ``status``: keys set to None are left out (the apply then
+    removes them if the runtime owned them), and only ``own_types`` conditions when the
+    CRD merges conditions by type."""
+    live_meta = live.get("metadata") or {}
+    applied = {k: v for k, v in status.items() if v is not None}
+    if own_types is not None and _conditions_by_type(live):
+        applied["conditions"] = [c for c in status["conditions"] if c.get("type") in own_types]
+    meta: dict[str, Any] = {"name": live_meta.get("name")}
+    if live_meta.get("namespace"):
+        meta["namespace"] = live_meta["namespace"]
+    meta["resourceVersion"] = live_meta.get("resourceVersion")
+    return {"apiVersion": gvk.api_version, "kind": gvk.kind, "metadata": meta, "status": applied}
+
+
+def _conditions_by_type(live: KubeObject) -> bool:
+    """Whether the API server keeps ``status.conditions`` as a list map keyed by type
+    (``x-kubernetes-list-type: map``), as any writer's managedFields show it: entries
+    ``k:{"type":...}``. Unknown (no writer yet, or no managedFields): False."""
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        fields_v1 = entry.get("fieldsV1") if isinstance(entry, dict) else None
+        status = fields_v1.get("f:status") if isinstance(fields_v1, dict) else None
+        listed = status.get("f:conditions") if isinstance(status, dict) else None
+        if isinstance(listed, dict) and any(str(k).startswith("k:") for k in listed):
+            return True
+    return False
 
 
 def _raise_if_there(

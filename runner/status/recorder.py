@@ -23,6 +23,7 @@ COMPONENT = "playbook-operator"
 REASON_FAILED = "ReconcileFailed"
 REASON_RECOVERED = "ReconcileSucceeded"
 REASON_WITHHELD = "SpecFieldsWithheld"
+REASON_PRUNED = "Pruned"  # a child the last successful run no longer makes (runner.prune)
 #: A CR annotation refused or clamped (runner.reconcile.overrides); recorded once per value.
 REASON_ANNOTATION = "AnnotationOutOfBounds"
 _MAX_MESSAGE = 1024  # the API server rejects event messages above 1 KiB

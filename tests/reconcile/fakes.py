@@ -58,8 +58,18 @@ class FakeClient:
         return copy.deepcopy(self.obj)
 
     def patch(
-        self, gvk: GVK, *, name: str, namespace: str | None = None, body: Any, subresource: str = ""
+        self,
+        gvk: GVK,
+        *,
+        name: str,
+        namespace: str | None = None,
+        body: Any,
+        content_type: str = "",
+        subresource: str = "",
+        query: Any = None,
     ) -> KubeObject:
+        """A merge of the status keys sent (the runtime's server-side apply sends only its
+        own, the whole merged conditions list without managedFields)."""
         self.patches.append(copy.deepcopy(body))
         if self.obj is None:
             raise self._missing("PATCH")

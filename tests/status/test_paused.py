@@ -50,14 +50,17 @@ def test_a_write_carries_extra_status_fields_and_a_null_removes_one() -> None:
         "status": {"reconciledChildren": {"digest": "old"}, "nodes": ["a"]},
     }
     client = FakeClient(obj)
-    conditions.write(
-        client,
-        gvk=GVK_,
-        namespace="ns",
-        name="m",
-        conditions_update=lambda c: c,
-        observed_generation=None,
-        fields={"reconciledChildren": None},
-    )
+    for record in ({"digest": "new"}, None):  # the runtime applied the record, then drops it
+        conditions.write(
+            client,
+            gvk=GVK_,
+            namespace="ns",
+            name="m",
+            conditions_update=lambda c: c,
+            observed_generation=None,
+            fields={"reconciledChildren": record},
+        )
     status = client.obj["status"] if client.obj else {}
-    assert "reconciledChildren" not in status and status.get("nodes") == ["a"], status
+    assert "reconciledChildren" not in status and status.get("nodes") == ["a"], (
+        f"expected the record gone and the role's nodes kept, saw {status}"
+    )

@@ -1,4 +1,5 @@
-"""write(): read live, transition, merge-patch status with a resourceVersion; retry on 409."""
+"""write(): read live, transition, server-side apply of status with a resourceVersion
+under the operator's field manager; retry on 409."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from runner.base import errors
 from runner.kube import errors as kube_errors
-from runner.kube.client import Client
+from runner.kube.client import APPLY_PATCH, MERGE_PATCH, Client, Query
 from runner.kube.types import GVK, KubeObject
 from runner.status import conditions
 from runner.status.conditions import Condition
@@ -47,7 +48,11 @@ def merge(target: Any, patch: Any) -> Any:
 
 
 class FakeClient:
-    """An API server holding one object: GET, and PATCH with resourceVersion checks."""
+    """An API server holding one object: GET, and PATCH with resourceVersion checks.
+
+    A server-side apply sets the status keys it holds and removes those the same field
+    manager applied before and left out (its conditions list is taken whole: without
+    managedFields, write() sends the whole merged list). A merge patch merges."""
 
     def __init__(self, obj: KubeObject | None) -> None:
         self.obj = obj
@@ -57,6 +62,8 @@ class FakeClient:
         self.after_get: Callable[[KubeObject], None] = lambda obj: None
         self.vanish_on_patch = False
         self.status_subresource = True  # False: a CRD without one (status via the object)
+        self.queries: list[Query | None] = []
+        self.applied: dict[str, set[str]] = {}  # field manager → status keys it applied
 
     def _not_found(self, method: str) -> kube_errors.NotFoundError:
         return kube_errors.NotFoundError(status=404, method=method, path="/x", body={})
@@ -76,10 +83,13 @@ class FakeClient:
         name: str,
         namespace: str | None = None,
         body: Any,
+        content_type: str = MERGE_PATCH,
         subresource: str = "",
+        query: Query | None = None,
     ) -> KubeObject:
         expected = "status" if self.status_subresource else ""
         self.patches.append(copy.deepcopy(body))
+        self.queries.append(query)
         if self.vanish_on_patch:
             self.obj = None
         if self.obj is None or subresource != expected:
@@ -88,7 +98,16 @@ class FakeClient:
         if body["metadata"]["resourceVersion"] != current:
             raise kube_errors.ConflictError(status=409, method="PATCH", path="/x", body={})
         before = copy.deepcopy(self.obj.get("status"))
-        self.obj = merge(self.obj, {"status": body["status"]})
+        if content_type == APPLY_PATCH:
+            manager = str((query or {}).get("fieldManager"))
+            status = dict(self.obj.get("status") or {})
+            for key in self.applied.get(manager, set()) - set(body["status"]):
+                status.pop(key, None)
+            status.update(copy.deepcopy(body["status"]))
+            self.applied[manager] = set(body["status"])
+            self.obj["status"] = status
+        else:
+            self.obj = merge(self.obj, {"status": body["status"]})
         if not self.status_subresource and self.obj.get("status") != before:
             # The API server bumps a CRD's generation on any change but metadata when it
             # has no status subresource.
@@ -134,10 +153,15 @@ def test_patch_holds_resource_version_conditions_and_generation_only() -> None:
     updated = write(client)
     assert client.patches == [
         {
-            "metadata": {"resourceVersion": "7"},
+            "apiVersion": "cache.example.com/v1alpha1",
+            "kind": "Memcached",
+            "metadata": {"name": "mc", "namespace": "ns", "resourceVersion": "7"},
             "status": {"conditions": RUNNING, "observedGeneration": 2},
         }
-    ]
+    ], "expected one server-side apply holding only the runtime's status keys"
+    assert client.queries == [{"fieldManager": "playbook-operator", "force": "true"}], (
+        f"expected the apply under the operator's field manager, forced, saw {client.queries}"
+    )
     assert updated["status"] == {"nodes": ["mc-0"], "conditions": RUNNING, "observedGeneration": 2}
 
 
