@@ -254,6 +254,92 @@ molecule: venv cluster-binaries ## Molecule on the embedded cluster (MOLECULE_SC
 	KUBECTL=$(KUBECTL) KUSTOMIZE_PATH=$(KUBECTL) KWOK=$$($(PY) -m devcluster which kwok) \
 		ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/runner/collection $(BIN)/molecule test -s $$scenario
 
+##@ Bundle
+
+# Publishing on OperatorHub (docs/publishing.md), with operator-sdk's Ansible scaffold's
+# variables and targets. The Go tools are built from the Go module proxy into bin/ on
+# first use, at the versions runner/tools/publish/gotools.py pins; after that, all of
+# it works offline. VERSION, IMG and CONTAINER_TOOL (podman works) are set above.
+#
+# CHANNELS ("candidate,fast,stable") and DEFAULT_CHANNEL ("stable") go into the bundle's
+# metadata when given: make bundle CHANNELS=candidate,fast,stable DEFAULT_CHANNEL=stable.
+ifneq ($(origin CHANNELS), undefined)
+BUNDLE_CHANNELS := --channels=$(CHANNELS)
+endif
+ifneq ($(origin DEFAULT_CHANNEL), undefined)
+BUNDLE_DEFAULT_CHANNEL := --default-channel=$(DEFAULT_CHANNEL)
+endif
+BUNDLE_METADATA_OPTS ?= $(BUNDLE_CHANNELS) $(BUNDLE_DEFAULT_CHANNEL)
+# The registry and name every image of the operator starts with (bundle, catalog).
+IMAGE_TAG_BASE ?= example.com/memcached-operator
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+# USE_IMAGE_DIGESTS=true: images referenced by digest (needs the registry).
+USE_IMAGE_DIGESTS ?= false
+BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS)
+ifeq ($(USE_IMAGE_DIGESTS), true)
+BUNDLE_GEN_FLAGS += --use-image-digests
+endif
+# The package and channel of the file-based catalog (make catalog).
+PACKAGE_NAME ?= memcached-operator
+CATALOG_CHANNEL ?= $(or $(DEFAULT_CHANNEL),alpha)
+CATALOG_DIR ?= catalog
+
+LOCALBIN ?= $(CURDIR)/bin
+GO_TOOL = $(PY) -m runner.tools.publish.gotools --bin-dir $(LOCALBIN)
+OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
+OPM ?= $(LOCALBIN)/opm
+KUSTOMIZE ?= $(LOCALBIN)/kustomize
+SCORECARD_TEST ?= $(LOCALBIN)/scorecard-test
+
+.PHONY: operator-sdk opm kustomize scorecard-test
+operator-sdk opm kustomize scorecard-test: venv ## Build a pinned Go tool into bin/ (first use only).
+	@$(GO_TOOL) $@ >/dev/null
+
+.PHONY: manifests
+manifests: venv ## Write each watched kind's CRD schema from its role's meta/argument_specs.yml (config/crd/bases).
+	$(BIN)/playbook-operator generate crd
+
+.PHONY: bundle
+bundle: manifests operator-sdk kustomize ## Write bundle/ (the base CSV, then operator-sdk generate bundle) and validate it.
+	$(BIN)/playbook-operator generate csv --version $(VERSION)
+	$(KUSTOMIZE) build config/manifests | sed -E "s#([iI]mage): controller:latest#\1: $(IMG)#" \
+		| $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
+	$(OPERATOR_SDK) bundle validate ./bundle
+	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
+
+.PHONY: scorecard
+scorecard: bundle scorecard-test ## Run the bundle's six scorecard tests (the scorecard-test binary, no cluster).
+	$(BIN)/playbook-operator scorecard --bundle bundle --scorecard-test $(SCORECARD_TEST)
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image BUNDLE_IMG.
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image BUNDLE_IMG.
+	$(MAKE) --no-print-directory docker-push IMG=$(BUNDLE_IMG)
+
+.PHONY: catalog
+catalog: bundle opm ## Write a file-based catalog of the bundle (catalog/, catalog.Dockerfile) and opm validate it.
+	rm -rf $(CATALOG_DIR) $(CATALOG_DIR).Dockerfile && mkdir -p $(CATALOG_DIR)/$(PACKAGE_NAME)
+	$(OPM) init $(PACKAGE_NAME) --default-channel=$(CATALOG_CHANNEL) --output=yaml \
+		> $(CATALOG_DIR)/$(PACKAGE_NAME)/index.yaml
+	$(OPM) render ./bundle --output=yaml \
+		| sed "s|^image: .*|image: $(BUNDLE_IMG)|" >> $(CATALOG_DIR)/$(PACKAGE_NAME)/index.yaml
+	printf -- '---\nschema: olm.channel\npackage: %s\nname: %s\nentries:\n  - name: %s.v%s\n' \
+		$(PACKAGE_NAME) $(CATALOG_CHANNEL) $(PACKAGE_NAME) $(VERSION) >> $(CATALOG_DIR)/$(PACKAGE_NAME)/index.yaml
+	$(OPM) validate $(CATALOG_DIR)
+	$(OPM) generate dockerfile $(CATALOG_DIR)
+
+.PHONY: catalog-build
+catalog-build: ## Build the catalog image CATALOG_IMG (after make catalog).
+	$(CONTAINER_TOOL) build -f $(CATALOG_DIR).Dockerfile -t $(CATALOG_IMG) .
+
+.PHONY: catalog-push
+catalog-push: ## Push the catalog image CATALOG_IMG.
+	$(MAKE) --no-print-directory docker-push IMG=$(CATALOG_IMG)
+
 ##@ Embedded cluster
 
 # NODE=real: cluster-binaries and cluster-up also build and add a real node (containerd,

@@ -23,6 +23,7 @@ import runner
 from runner.ansible import lines
 from runner.base import errors, logs
 from runner.config import builder, flags, flagtypes, options, sections
+from runner.tools.publish import command as publish_commands
 from runner.tools.scaffold import commands as scaffold_commands
 
 log = logging.getLogger("runner.cli")
@@ -61,6 +62,7 @@ def parser() -> argparse.ArgumentParser:
     _flag(preview, "--output", "-o", choices=["text", "json"], default="text", help="format")
     _rbac_flags(commands)
     _runs_flags(commands)
+    publish_commands.add_commands(commands)  # generate crd/csv, scorecard, tool
     commands.add_parser(
         "version",
         help="print the versions: Playbook Operator, Python, ansible-core, ansible-runner, "
@@ -164,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     if getattr(args, "scaffold", None):
         return scaffold_commands.run(args)
+    if getattr(args, "publish", None):
+        return publish_commands.run(args)
     # The tools are imported late, as the manager below: ``run`` never loads them.
     if args.command == "preview":
         from runner.tools.preview import command as preview_command  # noqa: PLC0415

@@ -46,6 +46,8 @@ PROCESS_TESTS = (
     # kubectl kustomize: the control-plane binaries, which make check does not build.
     "tests/operations/sharding/test_deployment.py",
     "tests/memcached/test_levels.py::test_prometheus_manifests_scrape_the_exporters_and_alert",
+    # make bundle, scorecard, catalog with the Go tools (built into bin/ once).
+    "tests/tools/publish/test_bundle.py",
 )
 
 # The slow lane: the real node (one per machine) and the operator image (podman builds).

@@ -6,13 +6,14 @@ and what the cluster needs for it — the CRD (with the status subresource), RBA
 a sample CR and a molecule check::
 
     roles/<kind>/{tasks,defaults,meta}/main.yml, roles/<kind>/README.md   --generate-role
+    roles/<kind>/meta/argument_specs.yml     the spec's fields, for the CRD and the CSV
     playbooks/<kind>.yml                                                  --generate-playbook
     config/crd/bases/<group>.<domain>_<plural>.yaml    (+ config/crd/kustomization.yaml)
     config/samples/<group>_<version>_<kind>.yaml       (+ config/samples/kustomization.yaml)
     config/rbac/<kind>_editor_role.yaml, <kind>_viewer_role.yaml  (+ rbac kustomization)
     config/rbac/role.yaml                              the manager's rules for the kind
     molecule/default/tasks/<kind>_test.yml
-    watches.yaml, PROJECT
+    watches.yaml, PROJECT      (the kind's CRD generated from its argument specs: make manifests)
 
 Every change is worked out in memory first (names checked, the kind looked up, the
 insertion markers found); only then is anything written, so a refused call leaves the
@@ -21,9 +22,10 @@ project as it was. An API that exists already changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from runner.tools.scaffold import names, project, templates
 from runner.tools.scaffold.errors import ConflictError, ScaffoldError
@@ -192,6 +194,17 @@ def plan(*, made: project.Project, api: names.Resource, role: bool, playbook: bo
             ),
         ),
     ]
+    return [
+        *(Change(path=p, text=t, created=True) for p, t in new.items()),
+        *edits,
+        Change(
+            path=project.PROJECT_FILE, text=_project_text(made, api=api, role=role), created=False
+        ),
+    ]
+
+
+def _project_text(made: project.Project, *, api: names.Resource, role: bool) -> str:
+    """PROJECT with ``api``'s entry added (and, with a role, listed for ``generate crd``)."""
     entry = {
         "api": {"crdVersion": "v1", "namespaced": api.namespaced},
         "domain": api.domain,
@@ -199,14 +212,23 @@ def plan(*, made: project.Project, api: names.Resource, role: bool, playbook: bo
         "kind": api.kind,
         "version": api.version,
     }
-    project_text = project.render_project_file(
-        domain=made.domain, name=made.name, resources=(*made.resources, entry)
+    return project.render_project_file(
+        domain=made.domain,
+        name=made.name,
+        resources=(*made.resources, entry),
+        plugins=_generated_crd(made.plugins, api=api) if role else made.plugins,
     )
-    return [
-        *(Change(path=p, text=t, created=True) for p, t in new.items()),
-        *edits,
-        Change(path=project.PROJECT_FILE, text=project_text, created=False),
-    ]
+
+
+def _generated_crd(plugins: Mapping[str, Any], *, api: names.Resource) -> dict[str, Any]:
+    """``plugins`` with ``api`` listed under ours: `make manifests` writes its CRD from its
+    role's meta/argument_specs.yml (``playbook-operator generate crd``)."""
+    kept = dict(plugins)
+    ours = dict(kept.get(project.CRDS_PLUGIN) or {})
+    listed = [r for r in ours.get("resources") or [] if isinstance(r, dict)]
+    ours["resources"] = [*listed, {"group": api.group, "version": api.version, "kind": api.kind}]
+    kept[project.CRDS_PLUGIN] = ours
+    return kept
 
 
 def create(

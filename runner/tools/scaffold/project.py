@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import sysconfig
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,10 @@ from runner.tools.scaffold.errors import ConflictError, ScaffoldError
 
 PROJECT_FILE = "PROJECT"
 LAYOUT = "ansible.sdk.operatorframework.io/v1"
+# Our plugin's key: the kinds whose CRD `playbook-operator generate crd` writes from their
+# role's argument specs (runner.tools.publish.project reads it; `create api` adds to it).
+CRDS_PLUGIN = "crds.playbook-operator.io/v1alpha1"
+_SDK_PLUGINS = ("manifests.sdk.operatorframework.io/v2", "scorecard.sdk.operatorframework.io/v2")
 _HEADER = """\
 # This file is used to track the info used to scaffold your project
 # and allow the plugins properly work (operator-sdk's format, kept so that
@@ -45,6 +49,7 @@ class Project:
     domain: str
     name: str
     resources: tuple[Mapping[str, Any], ...]
+    plugins: Mapping[str, Any] = field(default_factory=dict)
 
     def has_kind(self, *, group: str, kind: str) -> Mapping[str, Any] | None:
         """The entry of ``kind`` in ``group`` (any version), if the project has one."""
@@ -84,17 +89,31 @@ def read(root: Path) -> Project:
         domain=str(raw.get("domain") or ""),
         name=str(raw.get("projectName") or root.name),
         resources=tuple(r for r in resources if isinstance(r, dict)),
+        plugins=_plugins(raw.get("plugins")),
     )
 
 
-def render_project_file(*, domain: str, name: str, resources: tuple[Mapping[str, Any], ...]) -> str:
+def _plugins(raw: object) -> dict[str, Any]:
+    """PROJECT's plugin settings (kept as they are when PROJECT is written again)."""
+    return dict(raw) if isinstance(raw, dict) else {}
+
+
+def render_project_file(
+    *,
+    domain: str,
+    name: str,
+    resources: tuple[Mapping[str, Any], ...],
+    plugins: Mapping[str, Any] | None = None,
+) -> str:
+    """PROJECT's text; ``plugins`` (the file's, kept) gain operator-sdk's and ours."""
+    kept = dict(plugins or {})
+    for key in _SDK_PLUGINS:
+        kept.setdefault(key, {})
+    kept.setdefault(CRDS_PLUGIN, {"resources": []})
     body: dict[str, Any] = {
         "domain": domain,
         "layout": [LAYOUT],
-        "plugins": {
-            "manifests.sdk.operatorframework.io/v2": {},
-            "scorecard.sdk.operatorframework.io/v2": {},
-        },
+        "plugins": kept,
         "projectName": name,
     }
     if resources:
