@@ -305,6 +305,9 @@ def test_memcached_lifecycle_under_manager_service_account(
         assert not operator.logged("metrics authorization failed"), operator.tail()
         denied = [line for line in operator.raw if "forbidden" in line.lower() or " 403 " in line]
         assert not denied, "the manager's RBAC denied something:\n" + "\n".join(denied[:5])
+        # The role is kept free of deprecated Ansible features on every supported line.
+        deprecated = [line for line in operator.lines if "deprecation" in str(line.get("msg"))]
+        assert not deprecated, f"expected no Ansible deprecation warning, saw: {deprecated[:3]}"
     finally:
         kube.delete(CLUSTER_ROLE_BINDING, name=binding)
         assert operator.stop() == 0, operator.tail()
