@@ -352,8 +352,8 @@ cluster-binaries: venv ## Build etcd, kube-apiserver, controller-manager, schedu
 	$(PY) -m devcluster build$(NODE_FLAG)
 
 .PHONY: cluster-up
-cluster-up: cluster-binaries ## Start the embedded control plane; kubeconfig in .cluster/kubeconfig (NODE=real: add a real node).
-	$(PY) -m devcluster up$(NODE_FLAG)
+cluster-up: cluster-binaries ## Start the embedded control plane; kubeconfig in .cluster/kubeconfig (NODE=real: add a real node; KWOK=off: it takes every pod).
+	$(PY) -m devcluster up$(NODE_FLAG)$(if $(filter off,$(KWOK)), --kwok off)
 
 .PHONY: cluster-load
 cluster-load: venv ## Load the local podman image IMG into the real node's containerd (like kind load docker-image).

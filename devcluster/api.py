@@ -29,9 +29,18 @@ class Api:
         return ssl.create_default_context(cafile=str(self.ca_file))
 
     def call(
-        self, method: str, path: str, *, body: Any = None, timeout: float = 10.0
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        timeout: float = 10.0,
+        content_type: str = "application/json",
     ) -> dict[str, Any]:
-        """Send one request; return the decoded JSON or raise :class:`errors.ApiError`."""
+        """Send one request; return the decoded JSON or raise :class:`errors.ApiError`.
+
+        ``content_type``: ``application/merge-patch+json`` for a PATCH.
+        """
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(
             self.server + path,
@@ -40,7 +49,7 @@ class Api:
             headers={
                 "Authorization": f"Bearer {self.token}",
                 "Accept": "application/json",
-                "Content-Type": "application/json",
+                "Content-Type": content_type,
             },
         )
         try:

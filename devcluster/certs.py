@@ -1,6 +1,9 @@
 """The cluster's throwaway PKI: a CA, the apiserver's serving cert, the admin and
-front-proxy client certs, the service-account signing key, and the admission webhook
-client certificate (with a CA of its own) kube-apiserver presents to webhooks.
+front-proxy client certs, the service-account signing key, the admission webhook
+client certificate (with a CA of its own) kube-apiserver presents to webhooks, and
+the kubelet API's certificates: the apiserver's kubelet client certificate and the
+serving certificates of kwok's and the real node's kubelet servers, which the
+apiserver verifies against the cluster CA (``--kubelet-certificate-authority``).
 
 envtest does the same (``certs/tinyca.go``): one CA signs both the serving certificate
 (so the kubeconfig can verify the server instead of skipping TLS checks) and the admin
@@ -37,6 +40,10 @@ SERVER_IPS = ("127.0.0.1", "::1", "10.0.0.1")
 VALIDITY = datetime.timedelta(days=365)
 FRONT_PROXY_CLIENT = "front-proxy-client"
 WEBHOOK_CLIENT = "kube-apiserver-webhook-client"
+#: The apiserver's identity towards kubelets (logs, exec, attach, port-forward, proxy).
+#: In ``system:masters``, as kubeadm's apiserver-kubelet-client was: the kubelets
+#: authorize it through the apiserver (webhook), and RBAC lets that group do anything.
+KUBELET_CLIENT = "kube-apiserver-kubelet-client"
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,33 @@ class Pki:
     def admission_config(self) -> Path:
         """kube-apiserver's AdmissionConfiguration (``--admission-control-config-file``)."""
         return self.directory / "admission.yaml"
+
+    @property
+    def kubelet_client_cert(self) -> Path:
+        """The apiserver's client certificate for kubelets (``--kubelet-client-certificate``)."""
+        return self.directory / "kubelet-client.crt"
+
+    @property
+    def kubelet_client_key(self) -> Path:
+        return self.directory / "kubelet-client.key"
+
+    @property
+    def kwok_serving_cert(self) -> Path:
+        """kwok's kubelet server (exec, logs of simulated pods): ``--tls-cert-file``."""
+        return self.directory / "kwok-serving.crt"
+
+    @property
+    def kwok_serving_key(self) -> Path:
+        return self.directory / "kwok-serving.key"
+
+    @property
+    def node_serving_cert(self) -> Path:
+        """The real node's kubelet server: ``tlsCertFile`` of its KubeletConfiguration."""
+        return self.directory / "kubelet-serving.crt"
+
+    @property
+    def node_serving_key(self) -> Path:
+        return self.directory / "kubelet-serving.key"
 
     @property
     def sa_key(self) -> Path:
@@ -319,3 +353,71 @@ def generate(pki: Pki) -> None:
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         ),
     )
+
+
+def _load_ca(pki: Pki) -> tuple[x509.Certificate, PrivateKey]:
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise TypeError(f"{pki.ca_key}: not an EC or RSA key")
+    return ca_cert, ca_key
+
+
+@dataclass(frozen=True)
+class Server:
+    """A kubelet API server the apiserver dials: its node's name and the addresses it is
+    dialled at (the node's InternalIP), which its serving certificate must name."""
+
+    node: str
+    ips: tuple[str, ...]
+
+
+def _serving_sans(server: Server) -> list[x509.GeneralName]:
+    sans: list[x509.GeneralName] = [x509.DNSName(server.node), x509.DNSName("localhost")]
+    return sans + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in server.ips]
+
+
+# cert file, key file, subject, extended key usage, subject alternative names
+_Wanted = tuple[Path, Path, x509.Name, x509.ObjectIdentifier, list[x509.GeneralName]]
+
+
+def ensure_kubelet_certs(pki: Pki, *, kwok: Server, node: Server) -> list[Path]:
+    """Write whichever kubelet API certificate is missing, signed by the existing CA:
+    the apiserver's kubelet client certificate, and the serving certificates of kwok's
+    kubelet server and of the real node's kubelet.
+
+    A data dir made before these certificates existed gets them on its next ``up``.
+    Returns the certificates written.
+    """
+    wanted: tuple[_Wanted, ...] = (
+        (
+            pki.kubelet_client_cert,
+            pki.kubelet_client_key,
+            _name(KUBELET_CLIENT, "system:masters"),
+            ExtendedKeyUsageOID.CLIENT_AUTH,
+            [],
+        ),
+        (
+            pki.kwok_serving_cert,
+            pki.kwok_serving_key,
+            _name(kwok.node),
+            ExtendedKeyUsageOID.SERVER_AUTH,
+            _serving_sans(kwok),
+        ),
+        (
+            pki.node_serving_cert,
+            pki.node_serving_key,
+            _name(node.node),
+            ExtendedKeyUsageOID.SERVER_AUTH,
+            _serving_sans(node),
+        ),
+    )
+    missing = [w for w in wanted if not (w[0].is_file() and w[1].is_file())]
+    if not missing:
+        return []
+    ca_cert, ca_key = _load_ca(pki)
+    for cert_path, key_path, subject, usage, sans in missing:
+        cert, key = _leaf(ca_cert=ca_cert, ca_key=ca_key, subject=subject, usage=usage, sans=sans)
+        _write(key_path, _key_pem(key), private=True)
+        _write(cert_path, _cert_pem(cert))
+    return [w[0] for w in missing]

@@ -11,7 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from devcluster import binaries, builder, cluster, errors, images, nodeconfig
+from devcluster import binaries, builder, cluster, errors, images, nodeconfig, placement
 
 
 def _cluster(args: argparse.Namespace) -> cluster.Cluster:
@@ -29,13 +29,15 @@ def _up(args: argparse.Namespace) -> int:
     steps = builder.build(skip_overridden=True, node=args.node == "real")
     if any(step.built for step in steps):
         print(builder.summary(steps))
+    if args.kwok == "off" and args.node != "real":
+        print("devcluster: --kwok off needs --node real (no node would take pods)", file=sys.stderr)
+        return 2
     target = _cluster(args)
     target.start(timeout=args.timeout)
     if args.node == "real":
-        target.add_real_node(timeout=max(args.timeout, 120.0))
-        selector, toleration = nodeconfig.node_selector(), nodeconfig.toleration()
-        print(f"real node:    {nodeconfig.NODE_NAME}; pods need nodeSelector {selector}")
-        print(f"              and the toleration {toleration}")
+        mode = nodeconfig.Placement.ONLY if args.kwok == "off" else nodeconfig.Placement.SHARED
+        target.add_real_node(timeout=max(args.timeout, 120.0), mode=mode)
+        print(f"real node:    {placement.describe(mode)}")
     print(f"kubeconfig: {target.kubeconfig}")
     print(f"use it with:  export KUBECONFIG={shlex.quote(str(target.kubeconfig))}")
     print(f"kubectl:      {binaries.resolve(binaries.KUBECTL)}")
@@ -107,6 +109,13 @@ def parser() -> argparse.ArgumentParser:
     u = sub.add_parser("up", help="start the control plane (no-op if already running)")
     u.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness")
     u.add_argument("--node", choices=NODES, default="fake", help=NODE_HELP)
+    u.add_argument(
+        "--kwok",
+        choices=("on", "off"),
+        default="on",
+        help="off (with --node real): kwok's simulated node takes no pods (tainted), the "
+        "real node takes every pod, as a kind node would; on a running node, switches it",
+    )
     u.set_defaults(run=_up)
     d = sub.add_parser("down", help="stop every process of the control plane")
     d.add_argument("--timeout", type=float, default=10.0, help="seconds before SIGKILL")

@@ -28,6 +28,7 @@ from devcluster import (
     kubeconfig,
     layout,
     node,
+    nodeconfig,
     pins,
     polling,
     ports,
@@ -180,6 +181,9 @@ class Cluster:
             )
         where = self.layout
         certs.generate(where.pki)
+        certs.ensure_kubelet_certs(
+            where.pki, kwok=components.KWOK_SERVER, node=nodeconfig.KUBELET_SERVER
+        )
         token = secrets.token_hex(24)
         where.tokens_file.write_text(f'{token},admin,admin,"system:masters"\n')
         where.tokens_file.chmod(0o600)
@@ -312,11 +316,18 @@ class Cluster:
 
     # -- the real node (opt-in) ------------------------------------------------
 
-    def add_real_node(self, *, timeout: float = 120.0) -> float:
+    def add_real_node(
+        self,
+        *,
+        timeout: float = 120.0,
+        mode: nodeconfig.Placement = nodeconfig.Placement.SHARED,
+    ) -> float:
         """Add the real node (containerd, kubelet, kube-proxy) to this running cluster.
 
         Nothing of the control plane restarts. Returns the seconds taken (0 if it already
         runs); raises :class:`NodeUnavailableError` when this machine cannot run one.
+        ``mode``: which pods it takes (:class:`~devcluster.nodeconfig.Placement`); a
+        running node switches mode by its taints alone.
         """
         with self._locked():
             if not self.is_running():
@@ -328,6 +339,7 @@ class Cluster:
                 client=self.admin_api(),
                 bin_dir=self.bin_dir,
                 timeout=timeout,
+                mode=mode,
                 out=self._out,
             )
 

@@ -25,6 +25,8 @@ POD_CIDR = "10.244.0.0/16"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 #: What every simulated container has logged (kwok serves it for logs and attach).
 SIMULATED_LOG_LINE = "simulated container log line from kwok"
+#: kwok's kubelet server, as the apiserver dials it (the fake node's InternalIP).
+KWOK_SERVER = certs.Server(node=NODE_NAME, ips=("127.0.0.1",))
 
 
 def etcd(*, binary: Path, where: layout.Layout, ports: layout.Ports) -> list[str]:
@@ -83,9 +85,14 @@ def apiserver(*, binary: Path, where: layout.Layout, ports: layout.Ports) -> lis
         # shutdown for its 60 s timeout: restarts (tests of clients riding out an
         # apiserver restart) then take seconds, and clients see a clean end of stream.
         "--shutdown-watch-termination-grace-period=2s",
-        # exec/attach/logs go to kwok's kubelet server at the node's InternalIP (127.0.0.1);
-        # the node's Hostname does not resolve.
+        # exec/attach/logs go to the kubelet server at the node's InternalIP: kwok's on
+        # 127.0.0.1, the real node's on the bridge; the nodes' Hostnames do not resolve.
         "--kubelet-preferred-address-types=InternalIP",
+        # Both kubelet servers present certificates from the cluster CA, verified here,
+        # and accept this client certificate (certs.ensure_kubelet_certs).
+        f"--kubelet-certificate-authority={pki.ca_cert}",
+        f"--kubelet-client-certificate={pki.kubelet_client_cert}",
+        f"--kubelet-client-key={pki.kubelet_client_key}",
     ]
 
 
@@ -137,12 +144,14 @@ def kwok(*, binary: Path, where: layout.Layout, stages: Path, ports: layout.Port
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
         f"--cidr={POD_CIDR}",
-        # The kubelet API (exec, attach, logs), on loopback; without certificate files
-        # kwok serves TLS with a throwaway certificate, which the apiserver does not verify
-        # (no --kubelet-certificate-authority), as with kwokctl's clusters.
+        # The kubelet API (exec, attach, logs), on loopback, with a serving certificate
+        # from the cluster CA: the apiserver verifies kubelets' certificates
+        # (--kubelet-certificate-authority), kwok's as the real node's.
         "--node-ip=127.0.0.1",
         f"--node-port={ports.kubelet}",
         f"--server-address=127.0.0.1:{ports.kubelet}",
+        f"--tls-cert-file={where.pki.kwok_serving_cert}",
+        f"--tls-private-key-file={where.pki.kwok_serving_key}",
         "--node-lease-duration-seconds=40",
     ]
 

@@ -31,6 +31,8 @@ class Report:
     #: the real node's Ready condition; None when the cluster has no real node
     real_node_ready: bool | None = None
     has_real_node: bool = False
+    #: False while the real node takes every pod (``--kwok off``): kwok has no node.
+    kwok_node: bool = True
 
     @property
     def healthy(self) -> bool:
@@ -38,7 +40,7 @@ class Report:
         return (
             self.ready
             and all(c.alive for c in self.components)
-            and bool(self.node_ready)
+            and (bool(self.node_ready) or not self.kwok_node)
             and real_ok
         )
 
@@ -55,6 +57,8 @@ class Report:
         lines.append(f"{'total RSS':<25} {'':>8} {'':<6} {'':>6} {total:>8.0f}")
         lines.append(f"readyz:   {'ok' if self.ready else 'not ready'} ({self.readyz})")
         node = {None: "unknown", True: "Ready", False: "not Ready"}[self.node_ready]
+        if not self.kwok_node:
+            node = "removed (--kwok off: the real node takes every pod)"
         lines.append(f"node {components.NODE_NAME}: {node}")
         if self.has_real_node:
             real = {None: "unknown", True: "Ready", False: "not Ready"}[self.real_node_ready]
@@ -78,6 +82,7 @@ def _node_port(name: str, node_state: nodeconfig.State) -> int | None:
     return {
         nodeconfig.KUBELET: node_state.ports.kubelet_healthz,
         nodeconfig.KUBE_PROXY: node_state.ports.proxy_healthz,
+        nodeconfig.NODE_REGISTRY: node_state.ports.registry or None,
     }.get(name)
 
 
@@ -112,6 +117,7 @@ def collect(*, where: layout.Layout, client: api.Api | None) -> Report:
         readyz=detail,
         node_ready=node_ready(client) if client and ready else None,
         has_real_node=node_state is not None,
+        kwok_node=node_state is None or node_state.placement is nodeconfig.Placement.SHARED,
         real_node_ready=(
             node_ready(client, nodeconfig.NODE_NAME) if node_state and client and ready else None
         ),

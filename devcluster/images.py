@@ -20,14 +20,18 @@ import json
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from devcluster import errors, nodeconfig, pins
 
-#: The stand-in builders under hack/node/, each printing the name of the image it built:
-#: memcached from Debian's package, its exporter sidecar from our own stdlib-only Go
-#: exporter (hack/node/memcached-exporter/; upstream's module is refused by the proxy).
-STAND_INS = ("memcached.sh", "memcached-exporter.sh")
+#: The stand-in builders under hack/node/, each printing, on its last line, the name of
+#: the image it built and then the other names it goes by: memcached from Debian's
+#: package (under the tags memcached samples use), its exporter sidecar from our own
+#: stdlib-only Go exporter (hack/node/memcached-exporter/; upstream's module is refused
+#: by the proxy), and busybox from Debian's busybox-static.
+STAND_INS = ("memcached.sh", "memcached-exporter.sh", "busybox.sh")
 NAMESPACE = "k8s.io"  # the CRI plugin's containerd namespace
 #: The podman image id a loaded image came from (a label on the containerd image), so
 #: loading the same image again is skipped instead of copying hundreds of megabytes.
@@ -154,13 +158,14 @@ def loaded_from(*, socket: Path, name: str) -> str | None:
     return None
 
 
-def load(*, image: str, paths: nodeconfig.Paths) -> bool:
+def load(*, image: str, paths: nodeconfig.Paths, aliases: Sequence[str] = ()) -> bool:
     """Load the local podman image ``image`` into the real node's containerd.
 
     podman names a short name ``localhost/<name>``; a pod that names the image as it
-    was given finds it under Docker's normalisation, so that name is added too.
-    Returns False when the node already holds this very image (same podman id) under
-    that name, and nothing was copied.
+    was given finds it under Docker's normalisation, so that name is added too, and so
+    is each of ``aliases`` (no copy: names of the same image). Returns False when the
+    node already holds this very image (same podman id) under that name, and nothing
+    was copied.
     """
     if not paths.socket.exists():
         raise errors.NodeUnavailableError(
@@ -174,6 +179,7 @@ def load(*, image: str, paths: nodeconfig.Paths) -> bool:
         timeout=60.0,
     ).strip()
     if podman_id and loaded_from(socket=paths.socket, name=wanted) == podman_id:
+        _name_aliases(socket=paths.socket, name=wanted, aliases=aliases)
         return False
     safe = hashlib.sha256(image.encode()).hexdigest()[:16]
     archive = podman_archive(image=image, out=paths.images_dir / f"load-{safe}.tar")
@@ -190,18 +196,40 @@ def load(*, image: str, paths: nodeconfig.Paths) -> bool:
             what=f"labelling {wanted} in the real node",
             timeout=60.0,
         )
+    _name_aliases(socket=paths.socket, name=wanted, aliases=aliases)
     return True
 
 
-def build_stand_ins(*, timeout: float = 900.0) -> list[str]:
-    """Build (or find already built) each stand-in image in podman; return their names.
+def _name_aliases(*, socket: Path, name: str, aliases: Sequence[str]) -> None:
+    for alias in aliases:
+        target = docker_name(alias)
+        if target != name:
+            tag(socket=socket, source=name, target=target)
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """A stand-in image in podman: the name it was built as, and its other names."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+
+
+def stand_ins(*, timeout: float = 900.0) -> list[StandIn]:
+    """Build (or find already built) each stand-in image in podman.
 
     The first build bootstraps a Debian base (debootstrap, minutes); later ones find
     the images in podman's storage by their recipe label and take about a second.
     """
-    names = []
+    found = []
     for script in STAND_INS:
         path = pins.repo_root() / "hack" / "node" / script
         output = _run([str(path)], what=f"building the stand-in image ({script})", timeout=timeout)
-        names.append(output.strip().splitlines()[-1])
-    return names
+        name, *aliases = output.strip().splitlines()[-1].split()
+        found.append(StandIn(name=name, aliases=tuple(aliases)))
+    return found
+
+
+def build_stand_ins(*, timeout: float = 900.0) -> list[str]:
+    """The names the stand-in images were built as (see :func:`stand_ins`)."""
+    return [each.name for each in stand_ins(timeout=timeout)]

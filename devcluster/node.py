@@ -17,6 +17,7 @@ with the failing component's log tail, within the deadline: it never hangs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -33,6 +34,8 @@ from devcluster import (
     api,
     apirelay,
     binaries,
+    certs,
+    components,
     errors,
     guard,
     health,
@@ -40,6 +43,8 @@ from devcluster import (
     layout,
     leftovers,
     nodeconfig,
+    pins,
+    placement,
     polling,
     ports,
     processes,
@@ -224,7 +229,11 @@ def _containerd_answers(paths: nodeconfig.Paths) -> bool:
 
 
 def _write_configs(
-    *, where: layout.Layout, paths: nodeconfig.Paths, chosen: nodeconfig.Ports
+    *,
+    where: layout.Layout,
+    paths: nodeconfig.Paths,
+    chosen: nodeconfig.Ports,
+    mode: nodeconfig.Placement,
 ) -> None:
     for directory in (
         paths.containerd_root,
@@ -237,18 +246,28 @@ def _write_configs(
         paths.images_dir,
     ):
         directory.mkdir(parents=True, exist_ok=True)
-    paths.containerd_config.write_text(nodeconfig.containerd_config(paths))
+    paths.containerd_config.write_text(
+        nodeconfig.containerd_config(paths, registry_port=chosen.registry)
+    )
     network = nodeconfig.cni_network(paths)
     (paths.cni_conf_dir / "10-devcluster.conflist").write_text(json.dumps(network, indent=2))
     # JSON is YAML: both configuration loaders accept it.
-    kubelet = nodeconfig.kubelet_config(paths=paths, ports=chosen, ca_file=where.pki.ca_cert)
+    # A data dir from before the kubelet API's certificates gets them now.
+    certs.ensure_kubelet_certs(
+        where.pki, kwok=components.KWOK_SERVER, node=nodeconfig.KUBELET_SERVER
+    )
+    kubelet = nodeconfig.kubelet_config(paths=paths, ports=chosen, pki=where.pki, placement=mode)
     paths.kubelet_config.write_text(json.dumps(kubelet, indent=2) + "\n")
     proxy = nodeconfig.proxy_config(kubeconfig=where.components_kubeconfig, ports=chosen)
     paths.proxy_config.write_text(json.dumps(proxy, indent=2) + "\n")
 
 
 def _load_images(
-    *, paths: nodeconfig.Paths, bin_dir: Path | None, stand_ins: list[str], out: Printer
+    *,
+    paths: nodeconfig.Paths,
+    bin_dir: Path | None,
+    stand_ins: list[images.StandIn],
+    out: Printer,
 ) -> None:
     pause = (bin_dir or binaries.default_bin_dir()) / binaries.PAUSE
     if not pause.is_file():
@@ -260,8 +279,8 @@ def _load_images(
     )
     images.import_archive(socket=paths.socket, archive=archive)
     for image in stand_ins:
-        images.load(image=image, paths=paths)
-    names = ", ".join([nodeconfig.PAUSE_IMAGE, *stand_ins])
+        images.load(image=image.name, paths=paths, aliases=image.aliases)
+    names = ", ".join([nodeconfig.PAUSE_IMAGE, *(each.name for each in stand_ins)])
     out(f"real node: loaded {names}")
 
 
@@ -280,18 +299,41 @@ def start(
     client: api.Api,
     bin_dir: Path | None = None,
     timeout: float = 120.0,
+    mode: nodeconfig.Placement = nodeconfig.Placement.SHARED,
     out: Printer = print,
 ) -> float:
     """Add the real node to the running cluster in ``where``; return the seconds it took.
 
-    A no-op (0) when it already runs. The caller holds the data dir's lock.
+    A no-op (0) when it already runs, apart from switching it to ``mode`` (taints
+    only). The caller holds the data dir's lock.
     """
-    if running(where) and health.node_ready(client, nodeconfig.NODE_NAME):
+    paths = nodeconfig.Paths.of(where)
+    state = paths.read_state()
+    if state is not None and running(where) and health.node_ready(client, nodeconfig.NODE_NAME):
+        if state.placement is not mode:
+            placement.apply(client, mode, kubelet_port=_kwok_port(where))
+            paths.write_state(dataclasses.replace(state, placement=mode))
+            out(f"real node {nodeconfig.NODE_NAME}: {placement.describe(mode)}")
         out(f"real node {nodeconfig.NODE_NAME} is already running")
         return 0.0
     preflight()
     with _machine_lock():
-        return _start(where=where, client=client, bin_dir=bin_dir, timeout=timeout, out=out)
+        return _start(
+            where=where, client=client, bin_dir=bin_dir, timeout=timeout, mode=mode, out=out
+        )
+
+
+def _kwok_port(where: layout.Layout) -> int:
+    state = where.read_state()
+    return state.ports.kubelet if state else 0
+
+
+def kubelet_api_reachable(where: layout.Layout) -> bool:
+    """Whether this cluster's apiserver was started with the kubelet client certificate
+    (a cluster started before it existed reaches no kubelet until ``down`` and ``up``)."""
+    state = where.read_state()
+    argv = state.commands.get(binaries.APISERVER, []) if state else []
+    return any(arg.startswith("--kubelet-client-certificate=") for arg in argv)
 
 
 def _start(
@@ -300,6 +342,7 @@ def _start(
     client: api.Api,
     bin_dir: Path | None = None,
     timeout: float = 120.0,
+    mode: nodeconfig.Placement = nodeconfig.Placement.SHARED,
     out: Printer = print,
 ) -> float:
     # The body of start(), once preflight passed, under the machine-wide lock.
@@ -308,7 +351,7 @@ def _start(
     kubelet = binaries.resolve(binaries.KUBELET, bin_dir=bin_dir)
     proxy = binaries.resolve(binaries.KUBE_PROXY, bin_dir=bin_dir)
     # The slow part the first time (a Debian base, minutes); not counted in the deadline.
-    stand_ins = images.build_stand_ins()
+    stand_ins = images.stand_ins()
     out(f"real node: stand-in images built or found ({time.monotonic() - started:.1f}s)")
     deadline = time.monotonic() + timeout
     stop(where=where, out=out)  # whatever is left of a half-started node
@@ -318,14 +361,16 @@ def _start(
         kubelet_healthz=ports.any_free(),
         proxy_healthz=ports.any_free(),
         proxy_metrics=ports.any_free(),
+        registry=ports.any_free(),
     )
-    _write_configs(where=where, paths=paths, chosen=chosen)
+    _write_configs(where=where, paths=paths, chosen=chosen, mode=mode)
     kubeconfig = where.components_kubeconfig
     containerd = shutil.which("containerd") or "containerd"
     control_plane = where.read_state()
     if control_plane is None:
         raise errors.StartError(f"no cluster state in {where.data_dir}; start the cluster first")
     state = nodeconfig.State(
+        placement=mode,
         ports=chosen,
         commands={
             nodeconfig.CONTAINERD: nodeconfig.containerd_command(
@@ -336,6 +381,9 @@ def _start(
             ),
             nodeconfig.KUBE_PROXY: nodeconfig.proxy_command(binary=proxy, paths=paths),
             nodeconfig.APISERVER_RELAY: apirelay.command(target_port=control_plane.ports.apiserver),
+            nodeconfig.NODE_REGISTRY: nodeconfig.registry_command(
+                paths=paths, port=chosen.registry, load_command=_load_command(where)
+            ),
         },
     )
     paths.write_state(state)
@@ -355,6 +403,14 @@ def _start(
         out(f"real node: containerd answers ({time.monotonic() - started:.1f}s)")
         _load_images(paths=paths, bin_dir=bin_dir, stand_ins=stand_ins, out=out)
         out(f"real node: images loaded ({time.monotonic() - started:.1f}s)")
+        _spawn(where, state, nodeconfig.NODE_REGISTRY)
+        registry_v2 = f"http://127.0.0.1:{chosen.registry}/v2/"
+        _wait(
+            where=where,
+            deadline=deadline,
+            what="the node registry",
+            predicate=lambda: _http_ok(registry_v2),
+        )
         _spawn(where, state, nodeconfig.KUBELET)
         _wait(
             where=where,
@@ -362,6 +418,8 @@ def _start(
             what=f"node {nodeconfig.NODE_NAME} to be Ready",
             predicate=lambda: bool(health.node_ready(client, nodeconfig.NODE_NAME)),
         )
+        # A Node object left from an earlier registration keeps its old taints.
+        placement.apply(client, mode, kubelet_port=control_plane.ports.kubelet)
         # kube-proxy reads its node's addresses from the Node object, hence only now.
         _spawn(where, state, nodeconfig.KUBE_PROXY)
         healthz = f"http://127.0.0.1:{chosen.proxy_healthz}/healthz"
@@ -386,7 +444,23 @@ def _start(
         raise
     elapsed = time.monotonic() - started
     out(f"real node {nodeconfig.NODE_NAME} ready in {elapsed:.1f}s")
+    if not kubelet_api_reachable(where):
+        out(
+            "real node: this cluster's apiserver was started without a kubelet client "
+            "certificate, so `kubectl logs/exec/port-forward` cannot reach the node's pods; "
+            f"restart the cluster for them (`devcluster --data-dir {where.data_dir} down`, "
+            "then `up --node real`)"
+        )
     return elapsed
+
+
+def _load_command(where: layout.Layout) -> str:
+    """How a user loads an image into this node (the node registry's hint; IMAGE is
+    replaced by the image): the Makefile's target for the checkout's own cluster."""
+    checkout = pins.checkout()
+    if checkout is not None and where.data_dir == (checkout / ".cluster").resolve():
+        return "make cluster-load IMG=IMAGE"
+    return f"devcluster --data-dir {where.data_dir} load IMAGE"
 
 
 def _spawn(where: layout.Layout, state: nodeconfig.State, name: str) -> None:
@@ -440,6 +514,7 @@ def stop(*, where: layout.Layout, client: api.Api | None = None, out: Printer = 
         nodeconfig.CLAIM_FILE.unlink(missing_ok=True)
     if client is not None:
         apirelay.withdraw(client)
+        placement.release(client, kubelet_port=_kwok_port(where))
         try:
             client.call("DELETE", f"/api/v1/nodes/{nodeconfig.NODE_NAME}")
         except errors.ApiError as exc:

@@ -5,9 +5,13 @@ containerd, the CNI bridge, kubelet and kube-proxy are told.
 :mod:`devcluster.node` for starting and stopping it). This module only decides and
 renders; it starts nothing, so ``health`` can read it without pulling in the lifecycle.
 
-Where pods go: the node carries the label ``devcluster.io/node=real`` and the taint
+Where pods go depends on the node's :class:`Placement`. ``SHARED`` (the default): the
+node carries the label ``devcluster.io/node=real`` and the taint
 ``devcluster.io/node=real:NoSchedule``, so only pods that both tolerate the taint and
 select the label run there; every other pod keeps landing on kwok's fake node.
+``ONLY`` (``up --node real --kwok off``): the node has no taint and kwok's node is
+removed, so every pod, an unchanged role's Deployment included, runs in a real
+container on this node (see :mod:`devcluster.placement`).
 
 Network, all on this machine: pods get addresses from :data:`POD_SUBNET` on the bridge
 :data:`BRIDGE` (Debian's bridge and host-local CNI plugins, no masquerade, no host
@@ -18,12 +22,14 @@ component listens on is on 127.0.0.1; NodePorts answer on the bridge address onl
 
 from __future__ import annotations
 
+import enum
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devcluster import components, layout
+from devcluster import certs, components, layout
 
 NODE_NAME = "real-node-0"
 #: The label and taint that steer pods to the real node (and keep the others off it).
@@ -36,8 +42,10 @@ KUBELET = "kubelet"
 KUBE_PROXY = "kube-proxy"
 #: The relay that lets pods reach the loopback-only apiserver (see ``apirelay``).
 APISERVER_RELAY = "apiserver-relay"
+#: containerd's mirror for every registry: the node's own images, or a hint (``registry``).
+NODE_REGISTRY = "node-registry"
 #: Start order; stopped in reverse.
-ORDER = (CONTAINERD, KUBELET, KUBE_PROXY, APISERVER_RELAY)
+ORDER = (CONTAINERD, NODE_REGISTRY, KUBELET, KUBE_PROXY, APISERVER_RELAY)
 
 #: One real node per machine: kube-proxy owns the host's KUBE-* iptables chains and the
 #: bridge name and subnet are fixed, so a second one would fight the first.
@@ -52,6 +60,23 @@ CNI_PLUGINS = ("bridge", "host-local", "loopback")
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 #: Which data dir owns this machine's real node (see :data:`BRIDGE`).
 CLAIM_FILE = Path("/run/devcluster/real-node")
+#: The kubelet's API server (logs, exec, attach, port-forward) as the apiserver dials
+#: it: at the node's InternalIP, the bridge's own address, which only this machine
+#: reaches (the guard drops it from anywhere else).
+KUBELET_SERVER = certs.Server(node=NODE_NAME, ips=(GATEWAY, "127.0.0.1"))
+
+
+class Placement(enum.Enum):
+    """Which pods the real node takes."""
+
+    #: Only pods with its selector and toleration; kwok's node takes the rest.
+    SHARED = "shared"
+    #: Every pod: kwok's node is removed (``--kwok off``).
+    ONLY = "only"
+
+
+def real_taint() -> dict[str, str]:
+    return {"key": LABEL_KEY, "value": LABEL_VALUE, "effect": TAINT_EFFECT}
 
 
 def toleration() -> dict[str, str]:
@@ -72,6 +97,8 @@ class Ports:
     kubelet_healthz: int
     proxy_healthz: int
     proxy_metrics: int
+    #: The node registry's (0 in the state of a node started before it existed).
+    registry: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,6 +107,7 @@ class State:
 
     ports: Ports
     commands: dict[str, list[str]] = field(default_factory=dict)
+    placement: Placement = Placement.SHARED
 
 
 @dataclass(frozen=True)
@@ -142,6 +170,11 @@ class Paths:
         return self.directory / "kube-proxy.yaml"
 
     @property
+    def content_store(self) -> Path:
+        """containerd's blobs, which the node registry serves."""
+        return self.containerd_root / "io.containerd.content.v1.content"
+
+    @property
     def images_dir(self) -> Path:
         return self.directory / "images"
 
@@ -151,12 +184,14 @@ class Paths:
             return State(
                 ports=Ports(**raw["ports"]),
                 commands={str(k): [str(a) for a in v] for k, v in raw["commands"].items()},
+                placement=Placement(raw.get("placement", Placement.SHARED.value)),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def write_state(self, state: State) -> None:
-        self.state_file.write_text(json.dumps(asdict(state), indent=2) + "\n")
+        raw = asdict(state) | {"placement": state.placement.value}
+        self.state_file.write_text(json.dumps(raw, indent=2) + "\n")
 
 
 def _toml(value: str | bool | int) -> str:
@@ -164,13 +199,19 @@ def _toml(value: str | bool | int) -> str:
     return json.dumps(value)
 
 
-def containerd_config(paths: Paths) -> str:
+def _toml_list(values: list[str]) -> str:
+    return "[" + ", ".join(_toml(v) for v in values) + "]"
+
+
+def containerd_config(paths: Paths, *, registry_port: int) -> str:
     """containerd 1.6 (Debian's) with the CRI plugin: runc, overlayfs, our CNI network.
 
     ``restrict_oom_score_adj``: hosts like this one refuse lowering oom_score_adj, and
     runc fails every sandbox with "can't get final child's PID from pipe" unless the
     CRI plugin keeps scores at or above containerd's own. The CRI streaming server
     (exec, attach, port-forward) binds loopback; no metrics or debug listener is set.
+    Every pull goes first to the node registry on ``registry_port`` (the mirror for
+    ``*``): the node's own image, or an error naming the command that loads it.
     """
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     return "\n".join(
@@ -201,6 +242,10 @@ def containerd_config(paths: Paths) -> str:
             "",
             f"[{cri}.containerd.runtimes.runc]",
             '  runtime_type = "io.containerd.runc.v2"',
+            "",
+            # The pre-1.7 mirror syntax: Debian's containerd 1.6 has no `_default` hosts dir.
+            f'[{cri}.registry.mirrors."*"]',
+            f"  endpoint = {_toml_list([f'http://127.0.0.1:{registry_port}'])}",
             "",
             f"[{cri}.cni]",
             f"  bin_dir = {_toml(str(CNI_BIN_DIR))}",
@@ -240,27 +285,37 @@ def cni_network(paths: Paths) -> dict[str, Any]:
     }
 
 
-def kubelet_config(*, paths: Paths, ports: Ports, ca_file: Path) -> dict[str, Any]:
-    """KubeletConfiguration for this host: cgroupfs, no QoS cgroups, loopback servers.
+def kubelet_config(
+    *, paths: Paths, ports: Ports, pki: certs.Pki, placement: Placement = Placement.SHARED
+) -> dict[str, Any]:
+    """KubeletConfiguration for this host: cgroupfs, no QoS cgroups, servers on this
+    machine only.
 
     cgroup v1 needs ``failCgroupV1: false`` (1.35+ refuses it otherwise); without a
     systemd init, ``cgroupfs``; ``cgroupsPerQOS: false`` (with no node-allocatable
     enforcement, which needs it) keeps the kubelet from managing a cgroup tree shared
     with the host. Scores stay where they are (this host refuses lowering them).
+
+    The kubelet API listens on the bridge's address, the node's InternalIP, where the
+    apiserver dials it for logs, exec, attach and port-forward; it serves a certificate
+    from the cluster CA and accepts clients of that CA (the apiserver's kubelet client
+    certificate), each request authorized by the apiserver.
     """
-    taint = {"key": LABEL_KEY, "value": LABEL_VALUE, "effect": TAINT_EFFECT}
+    taints = [real_taint()] if placement is Placement.SHARED else []
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
-        "address": "127.0.0.1",
+        "address": GATEWAY,
         "port": ports.kubelet,
         "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1",
         "healthzPort": ports.kubelet_healthz,
+        "tlsCertFile": str(pki.node_serving_cert),
+        "tlsPrivateKeyFile": str(pki.node_serving_key),
         "authentication": {
             "anonymous": {"enabled": False},
             "webhook": {"enabled": True},
-            "x509": {"clientCAFile": str(ca_file)},
+            "x509": {"clientCAFile": str(pki.ca_cert)},
         },
         "authorization": {"mode": "Webhook"},
         "containerRuntimeEndpoint": f"unix://{paths.socket}",
@@ -272,7 +327,7 @@ def kubelet_config(*, paths: Paths, ports: Ports, ca_file: Path) -> dict[str, An
         "oomScoreAdj": 0,
         "podLogsDir": str(paths.pod_logs),
         "volumePluginDir": str(paths.directory / "volume-plugins"),
-        "registerWithTaints": [taint],
+        "registerWithTaints": taints,
         "clusterDomain": "cluster.local",
         # A shared development machine: evict only when really short, and never
         # garbage-collect the images loaded here (they cannot be pulled again).
@@ -337,3 +392,16 @@ def kubelet_command(*, binary: Path, paths: Paths, kubeconfig: Path) -> list[str
 
 def proxy_command(*, binary: Path, paths: Paths) -> list[str]:
     return [str(binary), f"--config={paths.proxy_config}"]
+
+
+def registry_command(*, paths: Paths, port: int, load_command: str) -> list[str]:
+    """The node registry (``devcluster.registry``): this interpreter, on loopback."""
+    return [
+        sys.executable,
+        "-m",
+        "devcluster.registry",
+        f"--port={port}",
+        f"--socket={paths.socket}",
+        f"--content={paths.content_store}",
+        f"--load-command={load_command}",
+    ]

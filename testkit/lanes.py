@@ -54,6 +54,7 @@ PROCESS_TESTS = (
 LANE_TESTS = (
     "tests/cluster/test_real_node.py",
     "tests/cluster/test_real_node_leaves_host.py",
+    "tests/cluster/test_real_node_only.py",
     "tests/image/test_container.py",
     "tests/image/test_deploy_real_node.py",
 )
@@ -73,10 +74,10 @@ EXCLUSIVE_TESTS = (
 MEMCACHED_CRD_FIXTURES = frozenset({"memcached_crd", "deployed"})
 MEMCACHED_CRD_TESTS = (
     "tests/memcached/test_deploy.py",
+    "tests/memcached/test_kstatus.py",
     "tests/memcached/test_levels.py",
     "tests/memcached/test_nonblocking.py",
     "tests/memcached/test_runs_per_rollout.py",
-    "tests/memcached/test_kstatus.py",
     "tests/memcached/test_webhook_roles.py::test_make_run_wiring_serves_the_roles",
     "tests/tools/preview/test_preview.py",
 )

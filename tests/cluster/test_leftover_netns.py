@@ -65,7 +65,7 @@ def netns_of(pid: int) -> int | None:
 def test_containerd_mounts_pod_namespaces_inside_the_node_directory(tmp_path: Path) -> None:
     paths = nodeconfig.Paths(tmp_path / "node")
 
-    config = nodeconfig.containerd_config(paths).splitlines()
+    config = nodeconfig.containerd_config(paths, registry_port=5000).splitlines()
 
     # The CRI plugin's key (containerd 1.6 and 1.7): <its state dir>/netns, under node/.
     assert "  netns_mounts_under_state_dir = true" in config, (
