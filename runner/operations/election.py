@@ -26,7 +26,7 @@ from runner.config import sections
 from runner.kube import client as client_mod
 from runner.operations import exits, leader, sharding
 from runner.operations.metrics import runtime
-from runner.operations.sharding import metrics as shard_metrics
+from runner.operations.sharding import families as sharding_families
 
 #: Hands objects whose shard moved to this replica to their controllers.
 HandOver = Callable[[Iterable[sharding.Item]], None]
@@ -64,7 +64,7 @@ def shards_for(
     )
     stats = shards.stats
     registry.add(
-        shard_metrics.ShardCollector(
+        sharding_families.ShardCollector(
             owned=lambda: stats.owned,
             members=lambda: stats.members,
             handovers=lambda: dict(stats.handovers),

@@ -51,13 +51,13 @@ from runner.operations import (
     sharding,
 )
 from runner.operations.metrics import runtime
-from runner.proxy import metrics as api_metrics
+from runner.proxy import families as proxy_families
 from runner.rbac import record as rbac_record
-from runner.reconcile import metrics as controller_metrics
+from runner.reconcile import families as reconcile_families
 from runner.reconcile import startup
 from runner.status import recorder, rejection
 from runner.watch import dependents
-from runner.watch import metrics as informer_metrics
+from runner.watch import families as watch_families
 from runner.webhook import service as webhook_service
 
 log = logging.getLogger("runner.manager")
@@ -161,10 +161,10 @@ def _add_scrape_families(
 ) -> None:
     """Families read at scrape time: each owner's collector, on the one registry."""
     by_kind = workers.by_kind
-    registry.add(api_metrics.RequestCount(lambda: client.request_count))
-    registry.add(informer_metrics.InformerGauges(informers.held))
+    registry.add(proxy_families.RequestCount(lambda: client.request_count))
+    registry.add(watch_families.InformerGauges(informers.held))
     registry.add(
-        controller_metrics.KindGauges(
+        reconcile_families.KindGauges(
             depth=lambda: {gvk: c.queue.depth() for gvk, c in by_kind.items()},
             in_flight=lambda: {gvk: c.in_flight() for gvk, c in by_kind.items()},
         )

@@ -21,7 +21,7 @@ from runner.kube.types import GVK
 from runner.operations.metrics import runtime
 from runner.rbac import record as rbac_record
 from runner.reconcile import reconciler, startup
-from runner.warm import metrics as warm_metrics
+from runner.warm import families as warm_families
 
 
 def launchers_for(
@@ -34,7 +34,7 @@ def launchers_for(
         max_runs=ansible.warm_launcher_max_runs, max_rss_mib=ansible.warm_launcher_max_rss
     )
     registry.add(
-        warm_metrics.LauncherCollector(
+        warm_families.LauncherCollector(
             memory=launchers.memory_bytes,
             running=launchers.running,
             outcomes=lambda: dict(launchers.outcomes),

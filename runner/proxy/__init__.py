@@ -33,7 +33,7 @@ Streams are relayed: watches and followed logs chunk by chunk; exec, attach and
 port-forward (``Connection: Upgrade`` to SPDY or WebSocket) are switched through
 to the API server byte for byte (:mod:`runner.kube.tunnel`). They end with their
 run. Only API paths are forwarded, so the operator's credentials reach its API
-server only; the listener is bounded (:mod:`runner.proxy.listener`).
+server only; the listener is bounded (:mod:`runner.proxy.acceptor`).
 
 Read-only (``playbook-operator preview``, ``rbac --sample``, webhook runs): an
 allow-list passes — reads of resources and API discovery, ``dryRun=All`` writes of
@@ -41,9 +41,9 @@ resources (:func:`runner.proxy.routing.read_only_refusal`); everything else, amo
 every write, exec, attach, port-forward, ``.../proxy`` and TokenRequest, is answered 403.
 
 Inside, modules import only downward (an import-linter contract): ``server``
-(wiring) over ``handler`` (one request's HTTP) over ``exchange`` (its API side)
+(wiring) over ``handler`` (one request's HTTP) over ``upstream`` (its API side)
 over ``reads``, ``marking`` and ``audit``, over ``writes``, over ``sessions``,
-over ``routing``, ``listener`` and ``ownership``. Of the runtime, the request
+over ``routing``, ``acceptor`` and ``ownership``. Of the runtime, the request
 path imports only :mod:`runner.kube`, :mod:`runner.base` and :mod:`runner.rbac`.
 
 Public API (``__all__``, what the rest of the runtime imports from here):
@@ -54,8 +54,8 @@ Public API (``__all__``, what the rest of the runtime imports from here):
 from __future__ import annotations
 
 from runner.proxy.audit import RefusedWrite
-from runner.proxy.exchange import ChildObserver
 from runner.proxy.reads import CacheLookup
 from runner.proxy.server import OwnerProxy
+from runner.proxy.upstream import ChildObserver
 
 __all__ = ["CacheLookup", "ChildObserver", "OwnerProxy", "RefusedWrite"]

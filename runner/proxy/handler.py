@@ -3,14 +3,14 @@
 Part of the Ansible ↔ API stage (see the package docstring). The handler finds
 the run from its token (:mod:`runner.proxy.routing`), reads the body within the
 listener's bounds, hands what the request means to the runtime to an
-:class:`~runner.proxy.exchange.Exchange` (caches, owner marks, writes), forwards
+:class:`~runner.proxy.upstream.Exchange` (caches, owner marks, writes), forwards
 it to the API server, and relays the answer: whole, chunk by chunk for watches
 and followed logs, or byte for byte once exec, attach or port-forward switched
 protocols (:mod:`runner.kube.tunnel`). Streams end when their run does.
 
-It knows the proxy only through the :class:`~runner.proxy.exchange.Services` the
+It knows the proxy only through the :class:`~runner.proxy.upstream.Services` the
 server hands it, never the server itself. What the listener bounds (timeouts,
-connections, body size) is in :mod:`runner.proxy.listener`.
+connections, body size) is in :mod:`runner.proxy.acceptor`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from runner.kube import errors as kube_errors
 from runner.kube import tunnel
 from runner.kube.transport import TransportError
-from runner.proxy import exchange, listener, routing, sessions
+from runner.proxy import acceptor, routing, sessions, upstream
 
 log = logging.getLogger("runner.proxy")
 
@@ -86,10 +86,10 @@ def _allowed_read_only(method: str, query: Mapping[str, list[str]]) -> bool:
     return routing.read_only_method(method, query)
 
 
-class Handler(listener.BoundedHandler):
+class Handler(acceptor.BoundedHandler):
     """One proxy connection's requests; :func:`handler_for` binds the proxy's services."""
 
-    services: ClassVar[exchange.Services]
+    services: ClassVar[upstream.Services]
 
     def setup(self) -> None:
         super().setup()
@@ -134,8 +134,8 @@ class Handler(listener.BoundedHandler):
         if length is None or len(set(lengths)) > 1:
             self._refuse(400, "BadRequest", "Content-Length is not a non-negative number")
             return False, None
-        if length > listener.MAX_BODY:
-            message = f"request body of {length} bytes is larger than {listener.MAX_BODY}"
+        if length > acceptor.MAX_BODY:
+            message = f"request body of {length} bytes is larger than {acceptor.MAX_BODY}"
             self._refuse(413, "RequestEntityTooLarge", message)
             return False, None
         if not length:
@@ -190,7 +190,7 @@ class Handler(listener.BoundedHandler):
             # upgrade, and a stale answer only affects client-side version checks.
             self._send(200, version, hit)
             return
-        request = exchange.Exchange(
+        request = upstream.Exchange(
             self.services,
             session,
             method=self.command,
@@ -206,7 +206,7 @@ class Handler(listener.BoundedHandler):
         body, headers = request.outgoing(body, headers)
         with request.write(body) as write:
             try:
-                upstream = self.services.client.forward(
+                response = self.services.client.forward(
                     self.command,
                     self.path,
                     body=body,
@@ -219,17 +219,17 @@ class Handler(listener.BoundedHandler):
                 write.lost()
                 self._send(503, _status_body(503, "ServiceUnavailable", str(exc)))
                 return
-            status = upstream.status
+            status = response.status
             self.services.audit.account(session, method=self.command, path=self.path, status=status)
             try:
-                if request.is_stream(upstream.headers.get("Content-Type", "")):
-                    self._relay_stream(session, upstream)
+                if request.is_stream(response.headers.get("Content-Type", "")):
+                    self._relay_stream(session, response)
                     return
-                data = request.answer(status, upstream.read(decode_content=True), write)
-                self._send(status, data, _relayed(upstream.headers))
+                data = request.answer(status, response.read(decode_content=True), write)
+                self._send(status, data, _relayed(response.headers))
                 request.answered()
             finally:
-                upstream.release_conn()
+                response.release_conn()
 
     def _switch(self, session: sessions.Session, body: bytes | None) -> None:
         """Switch protocols with the API server and splice the two connections."""
@@ -280,27 +280,27 @@ class Handler(listener.BoundedHandler):
             finally:
                 self.services.sessions.drop_stream(session, close)
 
-    def _relay_stream(self, session: sessions.Session, upstream: Any) -> None:
+    def _relay_stream(self, session: sessions.Session, response: Any) -> None:
         near = self.connection
 
         def close() -> None:
             # Ends the read the relay waits in; fails if the relay just closed it.
             with contextlib.suppress(ValueError, RuntimeError, OSError):
-                upstream.shutdown()
+                response.shutdown()
             tunnel.cut(near)
 
         if not self.services.sessions.hold_stream(session, close):
-            upstream.close()
+            response.close()
             self._refuse(401, "Unauthorized", "no live run owns this token")
             return
         near.settimeout(None)  # a stream may stay quiet; it ends with its run
         try:
-            self.send_response(upstream.status)
-            for key, value in _relayed(upstream.headers):
+            self.send_response(response.status)
+            for key, value in _relayed(response.headers):
                 self.send_header(key, value)
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for chunk in upstream.stream(8192, decode_content=True):
+            for chunk in response.stream(8192, decode_content=True):
                 if chunk:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     self.wfile.flush()
@@ -309,10 +309,10 @@ class Handler(listener.BoundedHandler):
             self.close_connection = True  # either side went away, or the run ended
         finally:
             self.services.sessions.drop_stream(session, close)
-            upstream.close()  # a stream's connection is not reused
+            response.close()  # a stream's connection is not reused
 
 
-def handler_for(services: exchange.Services) -> type[BaseHTTPRequestHandler]:
+def handler_for(services: upstream.Services) -> type[BaseHTTPRequestHandler]:
     """The request handler class of a proxy made of ``services``."""
     bound = services
 

@@ -6,7 +6,7 @@ it — the run sessions (:mod:`runner.proxy.sessions`), the cache side of reads
 (:mod:`runner.proxy.reads`), owner marks (:mod:`runner.proxy.marking`), the
 writes runs made (:mod:`runner.proxy.writes`), the account of their requests
 (:mod:`runner.proxy.audit`) — and serves each request with
-:mod:`runner.proxy.handler` on a bounded listener (:mod:`runner.proxy.listener`).
+:mod:`runner.proxy.handler` on a bounded listener (:mod:`runner.proxy.acceptor`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from runner.base import errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
-from runner.proxy import audit, exchange, handler, listener, marking, reads, sessions
+from runner.proxy import acceptor, audit, handler, marking, reads, sessions, upstream
 from runner.proxy import writes as writes_mod
 from runner.rbac import record as rbac_record
 
@@ -49,7 +49,7 @@ class OwnerProxy:
         client: Client,
         port: int = 0,
         inject_owner: bool = True,
-        on_child: exchange.ChildObserver | None = None,
+        on_child: upstream.ChildObserver | None = None,
         cache: reads.CacheLookup | None = None,
         caches: Callable[[GVK], bool] | None = None,
         blacklists: Mapping[GVK, frozenset[GVK]] | None = None,
@@ -64,7 +64,7 @@ class OwnerProxy:
         self._writes = writes_mod.Writes()
         self._audit = audit.Audit(rbac)
         self._sessions = sessions.Sessions()
-        self._services = exchange.Services(
+        self._services = upstream.Services(
             client=client,
             sessions=self._sessions,
             reads=reads.CachedReads(
@@ -77,7 +77,7 @@ class OwnerProxy:
             read_only=read_only,
         )
         try:
-            self._server = listener.Server(("127.0.0.1", port), handler.handler_for(self._services))
+            self._server = acceptor.Server(("127.0.0.1", port), handler.handler_for(self._services))
         except OSError as exc:
             self._sessions.close()
             problem = (

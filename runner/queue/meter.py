@@ -3,8 +3,8 @@
 Flow: watch → **queue** → reconcile → ansible → status. The work queue reports
 each key it hands out and each key a worker releases; this records when each
 key was handed out and counts adds and retries, tells an optional
-:class:`Observer` how long each key waited once ready and how long a worker held
-it, and builds the :class:`Stats` read at scrape time. It holds no lock: the
+:class:`QueueObserver` how long each key waited once ready and how long a worker
+held it, and builds the :class:`Stats` read at scrape time. It holds no lock: the
 work queue calls it under its own.
 """
 
@@ -16,7 +16,7 @@ from typing import Protocol
 from runner.kube.types import ObjectKey
 
 
-class Observer(Protocol):
+class QueueObserver(Protocol):
     """Told, under the queue's lock, about each key handed out and each key released."""
 
     def queued(self, seconds: float) -> None:
@@ -40,7 +40,7 @@ class Stats:
 class Meter:
     """When each key handed out now was handed out, and the queue's counters."""
 
-    def __init__(self, observer: Observer | None = None) -> None:
+    def __init__(self, observer: QueueObserver | None = None) -> None:
         self._observer = observer
         self._started: dict[ObjectKey, float] = {}
         self._handed_out = 0

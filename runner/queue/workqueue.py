@@ -19,7 +19,7 @@ Unlike client-go, ``get`` returns ``None`` as soon as the queue shuts down
 instead of draining it: a drain would start one Ansible run per key.
 
 For client-go's ``workqueue_*`` metrics the queue reports, through an optional
-:class:`Observer`, how long each key waited once ready and how long a worker
+:class:`QueueObserver`, how long each key waited once ready and how long a worker
 held it, and :meth:`WorkQueue.stats` gives the rest at scrape time (both kept
 by :mod:`runner.queue.meter`; the retry delays are :mod:`runner.queue.backoff`'s). A pending
 key counts as added to client-go's queue at its due time, which is exactly
@@ -68,7 +68,7 @@ class WorkQueue:
         clock: Clock | None = None,
         base_delay: float = 1.0,
         max_delay: float = 300.0,
-        observer: meter.Observer | None = None,
+        observer: meter.QueueObserver | None = None,
     ) -> None:
         self._clock: Clock = clock or MonotonicClock()
         self._backoff = backoff.Backoff(base_delay=base_delay, max_delay=max_delay)

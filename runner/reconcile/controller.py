@@ -57,7 +57,7 @@ class Action(StrEnum):
     REQUEUE_AFTER = "requeue_after"
 
 
-class Observer(Protocol):
+class ReconcileObserver(Protocol):
     """Told about matching primary events and finished reconciles (the metrics)."""
 
     def matched(self, *, gvk: GVK, event: Event) -> None:
@@ -104,7 +104,7 @@ class Controller:
         reconciler: reconciler.Reconciler,
         work_queue: workqueue.WorkQueue,
         workers: int,
-        observer: Observer | None = None,
+        observer: ReconcileObserver | None = None,
         gate: Gate | None = None,
         spread: startup.Spread | None = None,
     ) -> None:

@@ -52,7 +52,7 @@ class Answerer(Protocol):
     ) -> review.Verdict: ...
 
 
-class Observer(Protocol):
+class WebhookObserver(Protocol):
     """Counts requests (controller-runtime's ``controller_runtime_webhook_*``)."""
 
     def webhook_started(self, webhook: str) -> None: ...
@@ -109,7 +109,7 @@ class WebhookServer:
         port: int,
         cert_dir: Path,
         max_concurrent: int,
-        observer: Observer | None = None,
+        observer: WebhookObserver | None = None,
         host: str = "",
         client_ca: Path | None = None,
     ) -> None:

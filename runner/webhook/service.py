@@ -67,7 +67,7 @@ def build(
     client: Client,
     cache: proxy.CacheLookup | None,
     caches: Callable[[GVK], bool],
-    observer: server.Observer | None,
+    observer: server.WebhookObserver | None,
     run_env: Mapping[str, str],
     rbac: rbac_record.Record | None = None,
 ) -> Webhooks | None:

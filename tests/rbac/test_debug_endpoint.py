@@ -8,8 +8,8 @@ import pytest
 
 from runner.base import http1
 from runner.kube.types import GVK
-from runner.metrics import exposition
 from runner.operations.metrics import endpoint, runtime
+from runner.prometheus import exposition
 from runner.rbac import record, rules
 
 PROBE = GVK("tests.playbook-operator.dev", "v1", "Probe")

@@ -1,5 +1,5 @@
 """Recycling's flags reach the settings and its counter is exported, with both reasons
-from the start (runner/config/flags.py, runner/config/options.py, runner/warm/metrics.py)."""
+from the start (runner/config/flags.py, runner/config/options.py, runner/warm/families.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from runner import cli
-from runner.metrics import exposition
 from runner.operations.metrics import runtime
-from runner.warm import metrics as warm_metrics
+from runner.prometheus import exposition
+from runner.warm import families as warm_families
 from runner.warm import recycle
 from tests.cli.settings_from import build, one_watch
 
@@ -48,7 +48,7 @@ def test_recycles_are_counted_by_reason() -> None:
     registry = runtime.Metrics()
     counts = {reason: 0 for reason in recycle.REASONS} | {"runs": 2}
     registry.add(
-        warm_metrics.LauncherCollector(
+        warm_families.LauncherCollector(
             memory=lambda: 0,
             running=lambda: 2,
             outcomes=lambda: {},

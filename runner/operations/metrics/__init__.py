@@ -1,9 +1,9 @@
 """Prometheus metrics of the runtime, plus the endpoint where roles post their own.
 
-Families are defined beside what they measure (``runner/<package>/metrics.py``)
-and registered on the one registry (:mod:`runner.metrics.registry`, the only
+Families are defined beside what they measure (``runner/<package>/families.py``)
+and registered on the one registry (:mod:`runner.prometheus.registry`, the only
 importer of ``prometheus_client``); ``/metrics`` is written as Go's client writes
-it (:mod:`runner.metrics.exposition`). Modules:
+it (:mod:`runner.prometheus.exposition`). Modules:
 
 - :mod:`~runner.operations.metrics.runtime` — :class:`Metrics`: every owner's families
   on the one registry, the observer the controllers, queues and webhooks report to;

@@ -15,7 +15,7 @@ import re
 import threading
 from typing import Any
 
-from runner.metrics import registry as registry_mod
+from runner.prometheus import registry as registry_mod
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 

@@ -4,7 +4,7 @@ Both are :class:`runner.base.listener.App` s served by the bounded listener. Wit
 ``--metrics-require-rbac`` the manager passes an :data:`Authorize` check
 (:class:`runner.operations.access.TokenAuthorizer`), run on the request's
 ``Authorization`` header before anything else is read. What ``/metrics`` answers is
-:func:`runner.metrics.exposition.exposition` of the runtime's one registry.
+:func:`runner.prometheus.exposition.exposition` of the runtime's one registry.
 
 ``GET /debug/rbac`` (the RBAC record) tells which APIs the operator's runs use and
 which their RBAC lacked: a loopback client (``playbook-operator rbac --from
@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from runner.base import connections, http1, listener
-from runner.metrics import exposition as exposition_mod
-from runner.metrics import registry as registry_mod
 from runner.operations import peers
+from runner.prometheus import exposition as exposition_mod
+from runner.prometheus import registry as registry_mod
 
 #: Given the request's Authorization header, the HTTP status to answer with (200: serve).
 Authorize = Callable[[str | None], int]

@@ -3,11 +3,11 @@ object the manager wires them through.
 
 Sits beside the flow watch → queue → reconcile → ansible → status and counts what
 passes. Each family is defined by the package that owns what it measures — the
-queue (:mod:`runner.queue.metrics`), the controllers (:mod:`runner.reconcile.metrics`),
-Ansible runs (:mod:`runner.ansible.metrics`), the API (:mod:`runner.proxy.metrics`),
-admission webhooks (:mod:`runner.webhook.metrics`), informers
-(:mod:`runner.watch.metrics`), roles (:mod:`runner.operations.metrics.custom`) —
-and registered here on one :class:`runner.metrics.registry.Registry`. Names, types
+queue (:mod:`runner.queue.families`), the controllers (:mod:`runner.reconcile.families`),
+Ansible runs (:mod:`runner.ansible.families`), the API (:mod:`runner.proxy.families`),
+admission webhooks (:mod:`runner.webhook.families`), informers
+(:mod:`runner.watch.families`), roles (:mod:`runner.operations.metrics.custom`) —
+and registered here on one :class:`runner.prometheus.registry.Registry`. Names, types
 and labels of the upstream families are those ansible-operator exposes, so its
 dashboards and alerts keep working; docs/reference.md lists every family.
 
@@ -22,16 +22,16 @@ from __future__ import annotations
 from typing import Any
 
 import runner
-from runner.ansible import metrics as ansible_metrics
+from runner.ansible import families as ansible_families
 from runner.kube.types import GVK
-from runner.metrics import registry as registry_mod
 from runner.operations.metrics import custom
-from runner.proxy import metrics as api_metrics
+from runner.prometheus import registry as registry_mod
+from runner.proxy import families as proxy_families
+from runner.queue import families as queue_families
 from runner.queue import meter, workqueue
-from runner.queue import metrics as queue_metrics
-from runner.reconcile import metrics as controller_metrics
+from runner.reconcile import families as reconcile_families
 from runner.watch.predicate import Event
-from runner.webhook import metrics as webhook_metrics
+from runner.webhook import families as webhook_families
 
 
 class Metrics:
@@ -40,12 +40,12 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = registry_mod.Registry()
         registry = self.registry
-        self.controllers = controller_metrics.ControllerFamilies(registry)
-        self.queues = queue_metrics.QueueFamilies(registry)
-        self.runs = ansible_metrics.RunFamilies(registry)
-        self.webhooks = webhook_metrics.WebhookFamilies(registry)
+        self.controllers = reconcile_families.ControllerFamilies(registry)
+        self.queues = queue_families.QueueFamilies(registry)
+        self.runs = ansible_families.RunFamilies(registry)
+        self.webhooks = webhook_families.WebhookFamilies(registry)
         # The RBAC record counts runs' requests the API server denied.
-        self.api_denied = api_metrics.denied_counter(registry)
+        self.api_denied = proxy_families.denied_counter(registry)
         self.roles = custom.RoleMetrics(registry)
         build = registry.gauge(
             "playbook_operator_build_info", "Build information; the value is always 1.", ["version"]
@@ -64,7 +64,7 @@ class Metrics:
         self.controllers.add_controller(name=name, workers=workers)
         self.queues.add(name, work_queue)
 
-    def queue_observer(self, name: str) -> meter.Observer:
+    def queue_observer(self, name: str) -> meter.QueueObserver:
         """Waits and work times of the queue of controller ``name``."""
         return self.queues.observer(name)
 

@@ -14,7 +14,7 @@ MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 PROBE = GVK("probe.example.com", "v1", "Probe")
 
 
-def report_reconciles(observer: controller.Observer) -> None:
+def report_reconciles(observer: controller.ReconcileObserver) -> None:
     """A matched primary event, a failed reconcile and a requeue_after."""
     obj = {
         "metadata": {"name": "m", "namespace": "ns", "creationTimestamp": "2024-05-06T07:08:09Z"}

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from runner.kube.types import GVK
-from runner.metrics import exposition
 from runner.operations import health
 from runner.operations.metrics import endpoint, runtime
+from runner.prometheus import exposition
 from runner.watch.predicate import Event, EventType
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")

@@ -9,15 +9,15 @@ import difflib
 import pytest
 
 from runner.kube.types import ObjectKey
-from runner.metrics import exposition
 from runner.operations.metrics import runtime
-from runner.operations.sharding import metrics as shard_metrics
-from runner.proxy import metrics as api_metrics
+from runner.operations.sharding import families as sharding_families
+from runner.prometheus import exposition
+from runner.proxy import families as proxy_families
 from runner.queue import workqueue
-from runner.reconcile import metrics as controller_metrics
-from runner.warm import metrics as warm_metrics
+from runner.reconcile import families as reconcile_families
+from runner.warm import families as warm_families
 from runner.watch import budget
-from runner.watch import metrics as informer_metrics
+from runner.watch import families as watch_families
 from tests.operations.metrics import samples
 
 
@@ -36,14 +36,14 @@ def populated() -> runtime.Metrics:
     owner.webhook_started("/validate")
     owner.webhook_finished("/validate", code=200, seconds=0.04)
     owner.webhook_started("/mutate")
-    owner.add(api_metrics.RequestCount(lambda: 1234567))
+    owner.add(proxy_families.RequestCount(lambda: 1234567))
     owner.add(
-        controller_metrics.KindGauges(
+        reconcile_families.KindGauges(
             depth=lambda: {samples.MEMCACHED: 1}, in_flight=lambda: {samples.MEMCACHED: 0}
         )
     )
     owner.add(
-        informer_metrics.InformerGauges(
+        watch_families.InformerGauges(
             lambda: [
                 (samples.MEMCACHED, budget.Held(objects=3, bytes=4096)),
                 (samples.PROBE, budget.Held(1, 10)),
@@ -51,7 +51,7 @@ def populated() -> runtime.Metrics:
         )
     )
     owner.add(
-        warm_metrics.LauncherCollector(
+        warm_families.LauncherCollector(
             memory=lambda: 123456789,
             running=lambda: 2,
             outcomes=lambda: {"warm": 5, "cold": 1},
@@ -59,7 +59,7 @@ def populated() -> runtime.Metrics:
         )
     )
     owner.add(
-        shard_metrics.ShardCollector(
+        sharding_families.ShardCollector(
             owned=lambda: 7,
             members=lambda: 3,
             handovers=lambda: {"acquired": 2},

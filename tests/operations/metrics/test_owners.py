@@ -8,18 +8,18 @@ from collections.abc import Callable
 
 import pytest
 
-from runner.ansible import metrics as ansible_metrics
+from runner.ansible import families as ansible_families
 from runner.kube.types import ObjectKey
-from runner.metrics import exposition, registry
-from runner.operations.sharding import metrics as shard_metrics
-from runner.proxy import metrics as api_metrics
-from runner.queue import metrics as queue_metrics
+from runner.operations.sharding import families as sharding_families
+from runner.prometheus import exposition, registry
+from runner.proxy import families as proxy_families
+from runner.queue import families as queue_families
 from runner.queue import workqueue
-from runner.reconcile import metrics as controller_metrics
-from runner.warm import metrics as warm_metrics
+from runner.reconcile import families as reconcile_families
+from runner.warm import families as warm_families
 from runner.watch import budget
-from runner.watch import metrics as informer_metrics
-from runner.webhook import metrics as webhook_metrics
+from runner.watch import families as watch_families
+from runner.webhook import families as webhook_families
 from tests.operations.metrics import samples
 
 MEMCACHED = samples.MEMCACHED
@@ -27,7 +27,7 @@ PROBE = samples.PROBE
 
 
 def queues(one: registry.Registry) -> None:
-    families = queue_metrics.QueueFamilies(one)
+    families = queue_families.QueueFamilies(one)
     work_queue = workqueue.WorkQueue(base_delay=0.01, max_delay=1.0)
     work_queue.add(ObjectKey("ns/m"))
     families.add("memcached-controller", work_queue)
@@ -36,14 +36,14 @@ def queues(one: registry.Registry) -> None:
 
 
 def runs(one: registry.Registry) -> None:
-    families = ansible_metrics.RunFamilies(one)
+    families = ansible_families.RunFamilies(one)
     families.observe_run(MEMCACHED, failed=True, seconds=0.2, trigger="watch")
     families.observe_run(MEMCACHED, failed=False, seconds=3.0)
 
 
 def launchers(one: registry.Registry) -> None:
     one.register(
-        warm_metrics.LauncherCollector(
+        warm_families.LauncherCollector(
             memory=lambda: 123456789,
             running=lambda: 2,
             outcomes=lambda: {"warm": 5, "cold": 1},
@@ -54,7 +54,7 @@ def launchers(one: registry.Registry) -> None:
 
 def shards(one: registry.Registry) -> None:
     one.register(
-        shard_metrics.ShardCollector(
+        sharding_families.ShardCollector(
             owned=lambda: 7,
             members=lambda: 3,
             handovers=lambda: {"acquired": 2},
@@ -65,16 +65,18 @@ def shards(one: registry.Registry) -> None:
 
 def informers(one: registry.Registry) -> None:
     held = [(MEMCACHED, budget.Held(objects=3, bytes=4096)), (PROBE, budget.Held(1, 10))]
-    one.register(informer_metrics.InformerGauges(lambda: held))
+    one.register(watch_families.InformerGauges(lambda: held))
 
 
 def api(one: registry.Registry) -> None:
-    api_metrics.denied_counter(one).labels(group="apps", resource="deployments", verb="patch").inc()
-    one.register(api_metrics.RequestCount(lambda: 1234567))
+    proxy_families.denied_counter(one).labels(
+        group="apps", resource="deployments", verb="patch"
+    ).inc()
+    one.register(proxy_families.RequestCount(lambda: 1234567))
 
 
 def webhooks(one: registry.Registry) -> None:
-    families = webhook_metrics.WebhookFamilies(one)
+    families = webhook_families.WebhookFamilies(one)
     families.webhook_started("/validate")
     families.webhook_finished("/validate", code=200, seconds=0.04)
     families.webhook_started("/mutate")
@@ -82,14 +84,14 @@ def webhooks(one: registry.Registry) -> None:
 
 def kinds(one: registry.Registry) -> None:
     one.register(
-        controller_metrics.KindGauges(
+        reconcile_families.KindGauges(
             depth=lambda: {MEMCACHED: 1}, in_flight=lambda: {MEMCACHED: 0}
         )
     )
 
 
 def controllers(one: registry.Registry) -> None:
-    families = controller_metrics.ControllerFamilies(one)
+    families = reconcile_families.ControllerFamilies(one)
     families.add_controller(name="memcached-controller", workers=2)
     samples.report_reconciles(families)
 

@@ -2,12 +2,12 @@
 in flight and latency, labelled by the webhook's path.
 
 The webhook server reports each request through its observer
-(:class:`runner.webhook.server.Observer`): started, then finished with its code.
+(:class:`runner.webhook.server.WebhookObserver`): started, then finished with its code.
 """
 
 from __future__ import annotations
 
-from runner.metrics import registry as registry_mod
+from runner.prometheus import registry as registry_mod
 
 
 class WebhookFamilies:

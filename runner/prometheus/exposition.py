@@ -3,7 +3,7 @@
 ansible-operator's ``/metrics`` is written by Go's Prometheus client (through
 controller-runtime), and dashboards, alerts and roles' queries were written against
 that text. ``prometheus_client`` writes the same format with other habits, so this
-module writes it itself from what :class:`~runner.metrics.registry.Registry`
+module writes it itself from what :class:`~runner.prometheus.registry.Registry`
 collects: numbers as Go formats them (``1`` not ``1.0``, ``1e+06``: bucket bounds
 are label values, so ``le="1.0"`` would not match a query for ``le="1"``), labels
 sorted with ``le``/``quantile`` last, no ``_created`` series, nothing for a family
@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable
 from decimal import Decimal
 
-from runner.metrics import registry as registry_mod
+from runner.prometheus import registry as registry_mod
 
 __all__ = ["exposition", "go_float"]
 
@@ -84,7 +84,7 @@ def _families(
 
 def exposition(registry: registry_mod.Collector) -> bytes:
     """The Prometheus text format (0.0.4) as Go's client writes it, families by name:
-    what ``registry`` (the runtime's :class:`~runner.metrics.registry.Registry`, or any
+    what ``registry`` (the runtime's :class:`~runner.prometheus.registry.Registry`, or any
     collector) collects now."""
     lines: list[str] = []
     for name, kind, family in sorted(_families(registry), key=lambda item: item[0]):

@@ -1,8 +1,9 @@
 """The controllers' families: reconciles as controller-runtime and we count them.
 
-A controller reports here through its observer (:class:`~runner.reconcile.controller.Observer`):
-the primary events that passed its predicates (``resource_created_at_seconds``, one
-series per watched custom resource, removed with it) and each finished reconcile
+A controller reports here through its observer
+(:class:`~runner.reconcile.controller.ReconcileObserver`): the primary events that passed
+its predicates (``resource_created_at_seconds``, one series per watched custom resource,
+removed with it) and each finished reconcile
 (controller-runtime's ``controller_runtime_reconcile_*`` by controller and result, and
 our ``playbook_operator_reconcile_*`` by kind). :class:`KindGauges` reads the
 controllers' queues and workers per kind at scrape time.
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from runner.kube.types import GVK
-from runner.metrics import registry as registry_mod
+from runner.prometheus import registry as registry_mod
 from runner.watch.predicate import Event, EventType
 
 # controller-runtime's reconcile-time buckets.

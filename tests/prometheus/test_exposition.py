@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from runner.metrics import exposition, registry
+from runner.prometheus import exposition, registry
 
 
 class Families:

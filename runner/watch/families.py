@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from runner.kube.types import GVK
-from runner.metrics import registry as registry_mod
+from runner.prometheus import registry as registry_mod
 from runner.watch import budget
 
 _FAMILIES = (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from runner.metrics import registry as registry_mod
+from runner.prometheus import registry as registry_mod
 
 
 class ShardCollector:

@@ -6,7 +6,7 @@ roles) and registered here, on a private registry (no process-global state).
 Two kinds: instruments the owner updates as things happen (:meth:`Registry.counter`,
 :meth:`~Registry.gauge`, :meth:`~Registry.histogram`, :meth:`~Registry.summary`), and
 collectors read at scrape time (:meth:`Registry.register` with :class:`CounterFamily`
-and :class:`GaugeFamily`). :mod:`runner.metrics.exposition` writes what it collects.
+and :class:`GaugeFamily`). :mod:`runner.prometheus.exposition` writes what it collects.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from runner.metrics import registry as registry_mod
+from runner.prometheus import registry as registry_mod
 from runner.queue import meter, workqueue
 
 # client-go's workqueue latency buckets: 10 ns to 10 s, by tens.
@@ -41,7 +41,7 @@ class QueueFamilies:
         """Read ``work_queue`` at each scrape as the queue of controller ``name``."""
         self._queues[name] = work_queue
 
-    def observer(self, name: str) -> meter.Observer:
+    def observer(self, name: str) -> meter.QueueObserver:
         """Waits and work times of the queue of controller ``name``."""
         return _QueueTimes(
             queued=self.queue_wait.labels(name=name), worked=self.queue_work.labels(name=name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from runner.metrics import registry as registry_mod
+from runner.prometheus import registry as registry_mod
 
 
 def denied_counter(registry: registry_mod.Registry) -> registry_mod.Counter:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from runner import proxy
-from runner.proxy import listener
+from runner.proxy import acceptor
 from testkit.helpers import wait_for
 from tests.proxy.stand_in import OWNER, StandIn, closed_by_peer, raw, stand_in_proxy
 from tests.proxy.support import server_and_token
@@ -24,9 +24,9 @@ def api() -> StandIn:
 @pytest.fixture
 def bounded_proxy(api: StandIn, monkeypatch: pytest.MonkeyPatch) -> Iterator[proxy.OwnerProxy]:
     """A proxy with short timeouts and a cap of 3 connections, in front of the stand-in."""
-    monkeypatch.setattr(listener, "HEADER_TIMEOUT", 0.5)
-    monkeypatch.setattr(listener, "IDLE_TIMEOUT", 0.5)
-    monkeypatch.setattr(listener, "MAX_CONNECTIONS", 3)
+    monkeypatch.setattr(acceptor, "HEADER_TIMEOUT", 0.5)
+    monkeypatch.setattr(acceptor, "IDLE_TIMEOUT", 0.5)
+    monkeypatch.setattr(acceptor, "MAX_CONNECTIONS", 3)
     yield from stand_in_proxy(api)
 
 
@@ -88,7 +88,7 @@ def test_slow_and_idle_clients_are_dropped(bounded_proxy: proxy.OwnerProxy, sent
 def test_connections_above_the_cap_are_turned_away(
     bounded_proxy: proxy.OwnerProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(listener, "IDLE_TIMEOUT", 30.0)  # the 3 held ones must stay
+    monkeypatch.setattr(acceptor, "IDLE_TIMEOUT", 30.0)  # the 3 held ones must stay
     held = [socket.create_connection(("127.0.0.1", bounded_proxy.port)) for _ in range(3)]
     try:
         with bounded_proxy.for_owner(OWNER) as env:

@@ -8,7 +8,7 @@ and timed. ansible-operator's label ``GVK`` is Go's ``GroupVersionKind.String()`
 from __future__ import annotations
 
 from runner.kube.types import GVK
-from runner.metrics import registry as registry_mod
+from runner.prometheus import registry as registry_mod
 
 
 def gvk_label(gvk: GVK) -> str:
