@@ -23,7 +23,7 @@ from runner.config import sections, watches
 from runner.kube import client as client_mod
 from runner.kube.types import GVK, ObjectKey, object_key
 from runner.operations import health, metrics, sharding
-from runner.queue import trigger, workqueue
+from runner.queue import settle, trigger, workqueue
 from runner.rbac import record as rbac_record
 from runner.reconcile import controller as controller_mod
 from runner.reconcile import evidence, reconciler, startup
@@ -112,6 +112,7 @@ class Controllers:
                 base_delay=self._reconcile.backoff_base,
                 max_delay=self._reconcile.backoff_max,
                 observer=self._registry.queue_observer(controller_mod.name_for(watch.gvk)),
+                settle_after=settle.FOLLOW_UP_SETTLE,
             ),
             workers=self._reconcile.workers_for(watch.gvk),
             observer=self._registry,

@@ -197,7 +197,8 @@ class Handler(acceptor.BoundedHandler):
             path=self.path,
             content_type=self.headers.get("Content-Type", ""),
         )
-        if self.command == "GET":
+        if self.command == "GET" and routing.accepts_json(self.headers.get("Accept", "")):
+            # The caches hold JSON: a client that takes only protobuf asks the API server.
             cached = request.cached()
             if cached is not None:
                 self._send(200, cached, hit)
@@ -222,14 +223,38 @@ class Handler(acceptor.BoundedHandler):
             status = response.status
             self.services.audit.account(session, method=self.command, path=self.path, status=status)
             try:
-                if request.is_stream(response.headers.get("Content-Type", "")):
+                answer_type = response.headers.get("Content-Type", "")
+                if request.is_stream(answer_type):
                     self._relay_stream(session, response)
+                    return
+                if not routing.is_json(answer_type) and self.command != "HEAD":
+                    # Protobuf or another encoding: nothing in it for the proxy to read,
+                    # so it is relayed as it comes instead of being held whole.
+                    request.passed_through(status, write)
+                    self._relay_body(response)
                     return
                 data = request.answer(status, response.read(decode_content=True), write)
                 self._send(status, data, _relayed(response.headers))
                 request.answered()
             finally:
                 response.release_conn()
+
+    def _relay_body(self, response: Any) -> None:
+        """Relay an answer the proxy does not read, chunk by chunk, as the API server sent it."""
+        self.send_response(response.status)
+        for key, value in _relayed(response.headers):
+            self.send_header(key, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            for chunk in response.stream(65536, decode_content=True):
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+        except (OSError, TransportError):
+            self.close_connection = True  # either side went away mid-answer
 
     def _switch(self, session: sessions.Session, body: bytes | None) -> None:
         """Switch protocols with the API server and splice the two connections."""

@@ -6,7 +6,9 @@ token — and an API path that is appended to the API server's URL as is. So onl
 a plain API path is forwarded (:func:`route`): anything else — ``@host/...``, an
 absolute URL, ``//host/...`` — could name another host and hand it the
 operator's credentials. The rest reads a request the way the API server does:
-whether its answer is a stream (:func:`is_stream`), and how ansible-operator
+whether its answer is a stream (:func:`is_stream`), whether a body is JSON, the
+only kind the proxy reads (:func:`is_json`; protobuf and anything else pass
+through unread), and whether a client takes JSON (:func:`accepts_json`), and how ansible-operator
 names it in its cache lines (:func:`request_info`), and whether a read-only proxy
 forwards it (:func:`read_only_refusal`).
 
@@ -95,6 +97,27 @@ def is_stream(url: SplitResult, query: Mapping[str, list[str]], content_type: st
         or _is_watch_path(url.path)
         or "stream=watch" in content_type
     )
+
+
+def is_json(content_type: str) -> bool:
+    """Whether a body of this ``Content-Type`` is JSON (none given: the API server's default).
+
+    ``application/json``, its ``+json`` variants (patches) and JSON with parameters are;
+    ``application/vnd.kubernetes.protobuf``, YAML, CBOR and the rest are not.
+    """
+    media = content_type.split(";", maxsplit=1)[0].strip().lower()
+    return media in ("", "application/json") or media.endswith("+json")
+
+
+def accepts_json(accept: str) -> bool:
+    """Whether a client whose ``Accept`` is this takes a JSON answer (none given: it does)."""
+    if not accept.strip():
+        return True
+    for item in accept.split(","):
+        media = item.split(";", maxsplit=1)[0].strip().lower()
+        if media in ("*/*", "application/*", "application/json"):
+            return True
+    return False
 
 
 def _is_watch_path(path: str) -> bool:

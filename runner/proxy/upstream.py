@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ from runner.kube.client import APPLY_PATCH, Client
 from runner.kube.transport import JSON
 from runner.kube.types import KubeObject, Resource
 from runner.proxy import audit, marking, ownership, reads, routing, sessions, writes
+
+log = logging.getLogger("runner.proxy")
 
 ChildObserver = Callable[[ownership.Owner, Resource, KubeObject], None]
 
@@ -102,6 +105,19 @@ class Exchange:
             # it refuses any metadata it did not expect, and nothing is there to collect.
             return body, headers
         owner = self._session.owner
+        if self._method in ("POST", "PUT") and not routing.is_json(self._content_type):
+            # Protobuf (or another encoding): the proxy does not decode it, so it passes
+            # through as sent and a created child gets no owner from the proxy.
+            log.info(
+                "owner mark not applied: the body is not JSON",
+                extra={
+                    "method": self._method,
+                    "path": self._path,
+                    "content_type": self._content_type,
+                    "owner": f"{owner.gvk.kind} {owner.namespace}/{owner.name}",
+                },
+            )
+            return body, headers
         if self._method == "POST" and not target.name:
             body = marks.on_create(owner, target, resource, body)
         elif self._method == "PUT" and target.name:
@@ -156,6 +172,10 @@ class Exchange:
         write.answered(status=status, payload=payload, dry_run="dryRun" in self.query)
         self._answered = payload
         return data
+
+    def passed_through(self, status: int, write: writes.Write) -> None:
+        """An answer relayed unread (not JSON): book the write as answered, object unknown."""
+        write.answered(status=status, payload=None, dry_run="dryRun" in self.query)
 
     def answered(self) -> None:
         """The run has the answer: report the child it shows, if any."""

@@ -8,6 +8,9 @@ client-go's rate-limited workqueue with controller-runtime's priority queue:
   highest priority win);
 - a key handed to a worker is not handed out again until ``done``; adds that
   arrive meanwhile fold into one follow-up run, released by ``done``;
+- with ``settle``, a follow-up whose adds were still arriving as its run ended
+  waits until they stop (:mod:`runner.queue.settle`): a burst of edits costs two
+  runs, however fast a run is; a key that is not running still runs at once;
 - ready keys are served EVENT before RESYNC, then oldest due time first;
 - each pending key carries the :class:`~runner.queue.trigger.Trigger` of the add
   that decides when it runs (the first, unless a later add makes it due sooner or
@@ -37,7 +40,7 @@ from enum import IntEnum
 
 from runner.base.clock import Clock, MonotonicClock
 from runner.kube.types import ObjectKey
-from runner.queue import backoff, meter, trigger
+from runner.queue import backoff, meter, settle, trigger
 
 
 class Priority(IntEnum):
@@ -69,6 +72,7 @@ class WorkQueue:
         base_delay: float = 1.0,
         max_delay: float = 300.0,
         observer: meter.QueueObserver | None = None,
+        settle_after: float = 0.0,
     ) -> None:
         self._clock: Clock = clock or MonotonicClock()
         self._backoff = backoff.Backoff(base_delay=base_delay, max_delay=max_delay)
@@ -78,6 +82,7 @@ class WorkQueue:
         self._waiting: list[tuple[float, int, ObjectKey]] = []  # (due, stamp, key)
         self._processing: dict[ObjectKey, Priority] = {}  # key -> priority it was served at
         self._taken: dict[ObjectKey, trigger.Trigger] = {}  # why each key handed out runs
+        self._quiet = settle.Settle(settle=settle_after, hold_max=settle.HOLD_MAX)
         self._stamps = itertools.count()
         self._shutting_down = False
         self._meter = meter.Meter(observer)  # metrics only
@@ -191,11 +196,18 @@ class WorkQueue:
         ``add_rate_limited``), so the follow-up sees the new backoff state.
         """
         with self._cond:
+            now = self._clock.now()
             self._processing.pop(key, None)
             self._taken.pop(key, None)
-            self._meter.released(key, now=self._clock.now())
+            self._meter.released(key, now=now)
             entry = self._pending.get(key)
-            if entry is not None and entry.due <= self._clock.now():
+            if entry is None or entry.due > now:
+                return
+            if (held := self._quiet.released(key, now=now)) is not None:
+                # Edits still arrived as the run ended: the follow-up waits until they stop.
+                del self._pending[key]
+                self._put(key, priority=entry.priority, due=held, why=entry.why)
+            else:
                 heapq.heappush(self._ready, (-entry.priority, entry.due, entry.stamp, key))
                 self._cond.notify()
 
@@ -229,12 +241,16 @@ class WorkQueue:
         if self._shutting_down:
             return
         why = why or trigger.OTHER
+        now = self._clock.now()
         old = self._pending.get(key)
+        held = self._quiet.added(key, now=now, busy=key in self._processing) if due <= now else None
+        if old is not None and held is not None:  # one more edit of a burst: later, once quiet
+            priority, why = max(old.priority, priority), old.why.absorb()
+            due, old = max(held, old.due), None
         if old is not None:
             # The add that decides when the key runs names the run; the others are counted,
             # but not a future resync or requeue (the run re-adds its own): it is not why
             # this run happens.
-            now = self._clock.now()
             if priority > old.priority or due < old.due:
                 why = dataclasses.replace(why, folded=old.why.folded + (old.due <= now))
             else:
@@ -285,6 +301,7 @@ class WorkQueue:
             if entry is None or key in self._processing:
                 continue
             del self._pending[key]
+            self._quiet.taken(key)
             self._processing[key] = entry.priority
             self._taken[key] = entry.why
             self._meter.handed_out(key, now=now, due=entry.due)
