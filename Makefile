@@ -168,7 +168,7 @@ bench-sharding: venv cluster-up ## Reconciles per minute with 1 vs 3 sharded rep
 
 .PHONY: chaos
 chaos: venv cluster-binaries ## CRs under churn through kill -9, API server/etcd restarts, a frozen link, handover, on its own cluster; checks and figures (CHAOS_ARGS=--help).
-	$(PY) bench/chaos.py $(CHAOS_ARGS)
+	$(PY) -m bench.chaos $(CHAOS_ARGS)
 
 .PHONY: bench-webhook
 bench-webhook: venv cluster-up ## Admission webhook latency (assert-only and Memcached validators), alone and under load; CPU-s per admission (BENCH_ARGS=--help).

@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import common, memcached_scale
+from bench import accounting, convergence, embedded, memcached_scale, workloads
 from runner.kube import client as kube_client
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
@@ -93,11 +93,11 @@ OWNER_ROLE = """---
 @dataclasses.dataclass(frozen=True)
 class Operator:
     label: str
-    workload: common.Workload
+    workload: workloads.Workload
     watches: str
 
 
-def _private(workload: common.Workload, group: str) -> common.Workload:
+def _private(workload: workloads.Workload, group: str) -> workloads.Workload:
     """``workload`` under an API group of this benchmark's own.
 
     A runner watching all namespaces reconciles every CR of its kinds: under the group
@@ -117,11 +117,11 @@ def _private(workload: common.Workload, group: str) -> common.Workload:
 
 
 def operators(workdir: Path) -> list[Operator]:
-    memcached = _private(common.memcached(workdir), MEMCACHED_GROUP)
+    memcached = _private(workloads.memcached(workdir), MEMCACHED_GROUP)
     roles = workdir / "owner-roles"
     (roles / "owner" / "tasks").mkdir(parents=True)
     (roles / "owner" / "tasks" / "main.yml").write_text(OWNER_ROLE)
-    owner = dataclasses.replace(common.one_task(), label="owner", roles_dir=roles, role="owner")
+    owner = dataclasses.replace(workloads.one_task(), label="owner", roles_dir=roles, role="owner")
     owner = _private(owner, OWNER_GROUP)
     return [
         Operator("memcached", memcached, memcached_scale.watches(memcached)),
@@ -144,13 +144,13 @@ def make_noise(cluster: Any, client: kube_client.Client) -> float:
         namespace = f"cache-budget-noise-{index:02d}"
         body = {"metadata": {"name": namespace, "labels": dict([LABEL])}}
         with contextlib.suppress(kube_errors.ConflictError):
-            client.create(common.NAMESPACE, body)
-        for gvk, count in ((common.CONFIGMAP, CONFIGMAPS), (SECRET, SECRETS)):
+            client.create(embedded.NAMESPACE, body)
+        for gvk, count in ((embedded.CONFIGMAP, CONFIGMAPS), (SECRET, SECRETS)):
             have = {
                 item["metadata"]["name"]
                 for item in client.list(gvk, namespace=namespace).get("items") or []
             }
-            prefix = "noise-cm" if gvk == common.CONFIGMAP else "noise-secret"
+            prefix = "noise-cm" if gvk == embedded.CONFIGMAP else "noise-secret"
             for n in range(count // NAMESPACES):
                 if f"{prefix}-{n:04d}" not in have:
                     jobs.append((gvk, namespace, f"{prefix}-{n:04d}"))
@@ -177,7 +177,7 @@ def noise_namespaces(client: kube_client.Client) -> list[str]:
 
 
 def delete_noise(client: kube_client.Client) -> None:
-    common.delete_namespaces(client, noise_namespaces(client))
+    embedded.delete_namespaces(client, noise_namespaces(client))
 
 
 # -- one measurement ----------------------------------------------------------------
@@ -186,8 +186,10 @@ def delete_noise(client: kube_client.Client) -> None:
 def rss() -> tuple[int, int]:
     """RSS of (the runner, the runner and its warm launchers): this process's descendants."""
     me = os.getpid()
-    tree = [pid for pid in common.descendants(me) if pid != me]
-    return common.rss_bytes(pid for pid in tree if common.parent(pid) == me), common.rss_bytes(tree)
+    tree = [pid for pid in accounting.descendants(me) if pid != me]
+    return accounting.rss_bytes(
+        pid for pid in tree if accounting.parent(pid) == me
+    ), accounting.rss_bytes(tree)
 
 
 def measure(
@@ -214,7 +216,7 @@ def measure(
         try:
             proc.start()
             proc.eventually(proc.runs, describe="a first run", timeout=180)
-            runs = common.settle(proc.runs, quiet=5.0, timeout=180)
+            runs = convergence.settle(proc.runs, quiet=5.0, timeout=180)
             settled = time.monotonic() - started
             # Idle memory: a run in progress adds its own processes to the tree. The
             # smallest of 10 samples, taken while no run is in flight.
@@ -246,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clean", action="store_true", help="delete leftover noise and exit")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
-    cluster, client = common.connect()
+    cluster, client = embedded.connect()
     if args.clean or noise_namespaces(client):
         delete_noise(client)
         print(
@@ -258,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     codes = [("old", str(Path(args.old).resolve()))] if args.old else []
     codes.append(("new", ""))
     results: dict[str, dict[str, Any]] = {}
-    namespace = common.create_namespace(client, f"cache-budget-{os.getpid()}")
+    namespace = embedded.create_namespace(client, f"cache-budget-{os.getpid()}")
     try:
         with tempfile.TemporaryDirectory(prefix="cache-budget-roles-") as roles:
             ops = operators(Path(roles))
@@ -279,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
                         )
                         print(key, results[key], flush=True)
     finally:
-        common.delete_namespaces(client, [namespace])
+        embedded.delete_namespaces(client, [namespace])
         delete_noise(client)
     print(f"\n{'operator':10} {'code':4} {'without':>9} {'with':>9} {'ratio':>6}   runner alone")
     for op_label in ("memcached", "owner"):

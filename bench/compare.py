@@ -13,7 +13,7 @@ ansible-runner 2.3 and ansible-runner-http):
 - ``warm``: our runner as it runs by default;
 - ``cold``: our runner with ``--warm=false`` (``--no-cold`` leaves it out).
 
-Scenarios, one-task role (``bench/common.py``):
+Scenarios, one-task role (``bench/workloads.py``):
 
 1. CR → Successful, one new CR at a time, runtimes interleaved (median, range),
    and CPU seconds of each runtime's process tree per Ansible run;
@@ -54,7 +54,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import common, runtimes
+from bench import accounting, convergence, embedded, runtimes, tables, workloads
 from runner.kube import client as kube_client
 from runner.kube import errors as kube_errors
 
@@ -69,7 +69,7 @@ class Contender:
     name: str
     make: Callable[[Path], runtimes.Runtime]
     namespace: str
-    watcher: common.Converged
+    watcher: convergence.Converged
     workdir: Path
     runtime: runtimes.Runtime | None = None
     starts: int = 0
@@ -98,7 +98,7 @@ class Bench:
         client: kube_client.Client,
         kubeconfig: Path,
         workdir: Path,
-        workload: common.Workload,
+        workload: workloads.Workload,
         names: tuple[str, ...],
     ) -> None:
         self.client = client
@@ -106,7 +106,7 @@ class Bench:
         tag = f"bench-{os.getpid()}-{workload.label}"
         self.contenders: list[Contender] = []
         for name in names:
-            namespace = common.create_namespace(client, f"{tag}-{name}")
+            namespace = embedded.create_namespace(client, f"{tag}-{name}")
 
             def make(where: Path, name: str = name, namespace: str = namespace) -> runtimes.Runtime:
                 if name == GO:
@@ -129,8 +129,11 @@ class Bench:
                     name=name,
                     make=make,
                     namespace=namespace,
-                    watcher=common.Converged(
-                        client, workload.gvk, namespace, done=workload.ready or common.successful
+                    watcher=convergence.Converged(
+                        client,
+                        workload.gvk,
+                        namespace,
+                        done=workload.ready or convergence.successful,
                     ),
                     workdir=workdir / workload.label,
                 )
@@ -139,7 +142,7 @@ class Bench:
     def close(self) -> None:
         for contender in self.contenders:
             contender.stop()
-        common.delete_namespaces(self.client, [c.namespace for c in self.contenders])
+        embedded.delete_namespaces(self.client, [c.namespace for c in self.contenders])
 
     def create(self, contender: Contender, name: str, **spec: Any) -> float:
         namespace = contender.namespace
@@ -161,7 +164,7 @@ class Bench:
             else:
                 for index in range(2):
                     self.reconcile(contender, f"warm-up-{index + 1}")
-            common.settle(runtime.runs)
+            convergence.settle(runtime.runs)
 
     def _warm_up_one(self, contender: Contender, index: int) -> float:
         return self.reconcile(contender, f"warm-up-{index}")
@@ -178,7 +181,7 @@ class Bench:
                 times[contender.name].append(self.reconcile(contender, f"latency-{index}"))
         for contender in self.contenders:
             cpu0, runs0 = before[contender.name]
-            done = common.settle(contender.rt.runs) - runs0
+            done = convergence.settle(contender.rt.runs) - runs0
             contender.figures.update(
                 latency_s=times[contender.name],
                 cpu_per_run_s=(runtimes.cpu(contender.rt) - cpu0) / max(done, 1),
@@ -195,13 +198,13 @@ class Bench:
             runtime = contender.rt
             names = [f"burst-{i}" for i in range(count)]
             cpu0, runs0 = runtimes.cpu(runtime), runtime.runs()
-            with common.PeakSampler(functools.partial(runtimes.tree_rss, runtime)) as peak:
-                started, ticks = time.monotonic(), common.machine_ticks()
+            with accounting.PeakSampler(functools.partial(runtimes.tree_rss, runtime)) as peak:
+                started, ticks = time.monotonic(), accounting.machine_ticks()
                 for name in names:
                     self.create(contender, name)
                 took = contender.watcher.wait(names) - started
-                busy = common.machine_busy(ticks)
-            done = common.settle(runtime.runs) - runs0
+                busy = accounting.machine_busy(ticks)
+            done = convergence.settle(runtime.runs) - runs0
             contender.figures.update(
                 burst_s=took,
                 burst_machine_busy=busy,
@@ -214,7 +217,7 @@ class Bench:
         for contender in self.contenders:
             runtime = contender.rt
             self.reconcile(contender, "patched")
-            runs0 = common.settle(runtime.runs)
+            runs0 = convergence.settle(runtime.runs)
             started = time.monotonic()
             for value in range(1, count + 1):
                 self.client.patch(
@@ -229,13 +232,13 @@ class Bench:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{contender.name}: value {count} never applied")
                 time.sleep(0.2)
-            contender.figures["runs_for_patches"] = common.settle(runtime.runs) - runs0
+            contender.figures["runs_for_patches"] = convergence.settle(runtime.runs) - runs0
             contender.figures["patches_window_s"] = window
 
     def _applied(self, contender: Contender, name: str) -> str | None:
         try:
             found = self.client.get(
-                common.CONFIGMAP, name=f"{name}-bench", namespace=contender.namespace
+                embedded.CONFIGMAP, name=f"{name}-bench", namespace=contender.namespace
             )
         except kube_errors.NotFoundError:
             return None
@@ -243,7 +246,7 @@ class Bench:
 
     def idle(self, seconds: float) -> None:
         for contender in self.contenders:
-            common.settle(contender.rt.runs)
+            convergence.settle(contender.rt.runs)
         before = {c.name: (runtimes.cpu(c.rt), c.rt.runs()) for c in self.contenders}
         time.sleep(seconds)
         for contender in self.contenders:
@@ -271,7 +274,7 @@ class Bench:
                     raise TimeoutError(f"{contender.name}: no run after restart")
                 time.sleep(0.1)
             new_cr = self.reconcile(contender, "after-restart")
-            drained = common.settle(runtime.runs, quiet=5)
+            drained = convergence.settle(runtime.runs, quiet=5)
             contender.figures.update(
                 backlog_crs=existing,
                 backlog_new_cr_s=new_cr,
@@ -301,14 +304,14 @@ def report(results: dict[str, dict[str, dict[str, Any]]], names: tuple[str, ...]
         values = [figures[n][key] for n in names]
         cells = [fmt(v) for v in values]
         go = values[0]
-        plain = [common.median(v) if isinstance(v, list) else v for v in values]
+        plain = [tables.median(v) if isinstance(v, list) else v for v in values]
         shown = [
-            common.ratio(plain[i + 1], plain[0]) if go and ratios else "" for i in range(len(ours))
+            tables.ratio(plain[i + 1], plain[0]) if go and ratios else "" for i in range(len(ours))
         ]
         rows.append([label, *cells, *shown])
 
     def seconds(value: Any) -> str:
-        return common.spread(value) if isinstance(value, list) else f"{value:.1f} s"
+        return tables.spread(value) if isinstance(value, list) else f"{value:.1f} s"
 
     rows: list[list[str]] = []
     row("one-task role: CR → Successful", "latency_s", seconds)
@@ -341,7 +344,7 @@ def report(results: dict[str, dict[str, dict[str, Any]]], names: tuple[str, ...]
                 [f"... of them asked for by the role (requeue_after), {name}", f"{asked:.2f}"]
             )
     header = ["scenario", *names, *(f"{n}/{GO}" for n in ours)]
-    return common.table(header, rows)
+    return tables.table(header, rows)
 
 
 def _percent(value: float) -> str:
@@ -367,13 +370,13 @@ def main() -> int:
     runtimes.AnsibleOperator.check()
     names: tuple[str, ...] = (GO, "warm") if args.no_cold else (GO, "warm", "cold")
     started = time.monotonic()
-    cluster, client = common.connect()
+    cluster, client = embedded.connect()
     results: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
-        workloads = [common.one_task()]
+        chosen = [workloads.one_task()]
         if args.memcached_latency_runs:
-            workloads.append(common.memcached(Path(tmp), collection="operator_sdk.util"))
-        for workload in workloads:
+            chosen.append(workloads.memcached(Path(tmp), collection="operator_sdk.util"))
+        for workload in chosen:
             workload.install(client)
             bench = Bench(
                 client=client,
@@ -403,7 +406,7 @@ def main() -> int:
             finally:
                 bench.close()
             results[label] = {c.name: c.figures for c in bench.contenders}
-    common.dump(args.json, results)
+    tables.dump(args.json, results)
     print()
     print(report(results, names))
     print(f"\n(total {time.monotonic() - started:.0f} s; load average {os.getloadavg()})")

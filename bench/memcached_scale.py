@@ -4,7 +4,7 @@
 
 One ``playbook-operator run`` (2 workers, warm Ansible, ``ANSIBLE_GATHERING=explicit``)
 reconciles ``roles/memcached`` on the embedded cluster, under a private API group
-(``bench/common.py``'s memcached workload, so that tests installing or deleting the real
+(``bench/workloads.py``'s memcached workload, so that tests installing or deleting the real
 CRD cannot touch the benchmark's objects). Two phases, each timed from the harness
 (monotonic clock, the namespace's Memcacheds listed once a second):
 
@@ -63,7 +63,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import devcluster
-from bench import common
+from bench import accounting, convergence, embedded, tables, workloads
 from devcluster import images, nodeconfig
 from runner.kube import client as kube_client
 from runner.kube import errors as kube_errors
@@ -95,23 +95,23 @@ def rolled_out(obj: dict[str, Any], *, size: int, version: str) -> bool:
     )
 
 
-def install(client: kube_client.Client, workload: common.Workload) -> None:
+def install(client: kube_client.Client, workload: workloads.Workload) -> None:
     """The workload's CRD as config/crd has it now (a copy left by an older checkout
     would prune the fields it does not know), then served."""
     try:
-        client.create(common.CRD_GVK, workload.crd)
+        client.create(embedded.CRD_GVK, workload.crd)
     except kube_errors.ConflictError:
-        live = client.get(common.CRD_GVK, name=workload.crd["metadata"]["name"])
+        live = client.get(embedded.CRD_GVK, name=workload.crd["metadata"]["name"])
         meta = {**workload.crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}
-        client.update(common.CRD_GVK, {**workload.crd, "metadata": meta})
+        client.update(embedded.CRD_GVK, {**workload.crd, "metadata": meta})
     workload.install(client)
 
 
-def watches(workload: common.Workload) -> str:
+def watches(workload: workloads.Workload) -> str:
     """This repository's watches.yaml entry for Memcached, moved to the workload's group,
     without its webhooks: their roles are not copied, and the harness serves none
     (``ENABLE_WEBHOOKS=false``)."""
-    entry = next(e for e in yaml.safe_load((common.ROOT / "watches.yaml").read_text()))
+    entry = next(e for e in yaml.safe_load((workloads.ROOT / "watches.yaml").read_text()))
     entry.update(group=workload.gvk.group, role=str(workload.role_path))
     for key in ("validation", "mutation"):
         entry.pop(key, None)
@@ -120,9 +120,9 @@ def watches(workload: common.Workload) -> str:
 
 def operator_for(
     *, cluster: devcluster.Cluster, client: kube_client.Client, workdir: Path, namespace: str
-) -> tuple[common.Workload, OperatorProcess]:
+) -> tuple[workloads.Workload, OperatorProcess]:
     """The Memcached workload installed in ``workdir`` and a runner for it (not started)."""
-    workload = common.memcached(workdir)
+    workload = workloads.memcached(workdir)
     install(client, workload)
     operator = OperatorProcess(
         workdir=workdir,
@@ -137,7 +137,7 @@ def operator_for(
 
 def wait_all(
     client: kube_client.Client,
-    workload: common.Workload,
+    workload: workloads.Workload,
     namespace: str,
     done: Callable[[dict[str, Any]], bool],
     *,
@@ -165,15 +165,17 @@ def phase(
     """Run ``act``, wait until ``wait`` says all are done and the runner is quiet again."""
     runs_before = operator.runs()
     requeued_before = requeued(operator)
-    cpu_before = common.cpu_seconds(operator_pid(operator))
-    tree = common.PeakSampler(lambda: common.rss_bytes(common.descendants(operator_pid(operator))))
+    cpu_before = accounting.cpu_seconds(operator_pid(operator))
+    tree = accounting.PeakSampler(
+        lambda: accounting.rss_bytes(accounting.descendants(operator_pid(operator)))
+    )
     with tree:
         started = time.monotonic()
         act()
         finished = wait()
-        common.settle(operator.runs, quiet=3.0, timeout=300)
+        convergence.settle(operator.runs, quiet=3.0, timeout=300)
     runs = operator.runs() - runs_before
-    cpu = common.cpu_seconds(operator_pid(operator)) - cpu_before
+    cpu = accounting.cpu_seconds(operator_pid(operator)) - cpu_before
     return {
         "wall_s": round(finished - started, 1),
         "runs": runs,
@@ -223,7 +225,7 @@ def answers_version(address: str) -> bool:
 
 
 def time_to_answer(
-    client: kube_client.Client, workload: common.Workload, namespace: str, *, name: str
+    client: kube_client.Client, workload: workloads.Workload, namespace: str, *, name: str
 ) -> float:
     """Create a one-pod Memcached on the real node; seconds until its Service answers."""
     placement = {
@@ -251,13 +253,13 @@ def node_rss_mib(paths: nodeconfig.Paths) -> dict[str, float]:
     """RSS of the real node's kubelet and containerd (found by their command lines)."""
     found = {"kubelet": 0, "containerd": 0}
     for entry in Path("/proc").iterdir():
-        line = common.cmdline(int(entry.name)) if entry.name.isdigit() else ""
+        line = accounting.cmdline(int(entry.name)) if entry.name.isdigit() else ""
         if not line:
             continue
         if f"--hostname-override={nodeconfig.NODE_NAME}" in line and "kubelet" in line:
-            found["kubelet"] += common.rss_bytes([int(entry.name)])
+            found["kubelet"] += accounting.rss_bytes([int(entry.name)])
         elif str(paths.containerd_config) in line and line.split()[0].endswith("containerd"):
-            found["containerd"] += common.rss_bytes([int(entry.name)])
+            found["containerd"] += accounting.rss_bytes([int(entry.name)])
     return {k: round(v / MiB, 1) for k, v in found.items()}
 
 
@@ -295,7 +297,7 @@ def real_node(
             figures["answer_s"] = [round(a, 1) for a in answered]
             figures["answer_median_s"] = round(statistics.median(answered), 1)
             # The last answering CR's runs (its pod's readiness) must not count below.
-            common.settle(operator.runs, quiet=5.0, timeout=120)
+            convergence.settle(operator.runs, quiet=5.0, timeout=120)
 
             names = [f"memcached-{i:03d}" for i in range(args.count)]
 
@@ -370,7 +372,7 @@ def print_real_node(figures: dict[str, Any]) -> None:
         f"\n{count} Memcacheds x {figures['size']} pods, pods ready after "
         f"~{figures['ready_delay_s']} s\n"
     )
-    print(common.table(["phase", "wall", "runs", "requeued", "runs/CR", "CPU"], rows))
+    print(tables.table(["phase", "wall", "runs", "requeued", "runs/CR", "CPU"], rows))
     rss = figures["node_rss_mib"]
     print(
         f"\nCPU per CR lifetime: {figures['cpu_s_per_cr_lifetime']} s; with "
@@ -401,22 +403,22 @@ def main(argv: list[str] | None = None) -> int:
     args.count = args.count or (3 if real else 20)
     args.size = args.size or (2 if real else 3)
 
-    cluster, client = common.connect()
+    cluster, client = embedded.connect()
     stamp = f"{int(time.time()) % 100000}"
-    namespace = common.create_namespace(client, f"bench-{stamp}-memcached-scale")
+    namespace = embedded.create_namespace(client, f"bench-{stamp}-memcached-scale")
     if real:
         try:
             found = real_node(args=args, cluster=cluster, client=client, namespace=namespace)
         finally:
             with contextlib.suppress(Exception):
-                common.delete_namespaces(client, [namespace])
+                embedded.delete_namespaces(client, [namespace])
         found["ready_delay_s"] = args.ready_delay
         print_real_node(found)
-        common.dump(args.json, found)
+        tables.dump(args.json, found)
         return 0
     figures: dict[str, Any] = {"count": args.count, "size": args.size}
     with (
-        common.service_room(client),
+        embedded.service_room(client),
         tempfile.TemporaryDirectory(prefix="bench-memcached-") as tmp,
         pool.node_pool(cluster, client, workdir=Path(tmp), cidr="10.248.0.0/16") as node,
     ):
@@ -457,14 +459,14 @@ def main(argv: list[str] | None = None) -> int:
             figures["create"] = phase(operator, act=create, wait=until(OLD))
             figures["upgrade"] = phase(operator, act=upgrade, wait=until(NEW))
             runner = [operator_pid(operator)]
-            figures["runner_rss_idle_mib"] = round(common.rss_bytes(runner) / MiB, 1)
+            figures["runner_rss_idle_mib"] = round(accounting.rss_bytes(runner) / MiB, 1)
             figures["tree_rss_idle_mib"] = round(
-                common.rss_bytes(common.descendants(runner[0])) / MiB, 1
+                accounting.rss_bytes(accounting.descendants(runner[0])) / MiB, 1
             )
         finally:
             operator.stop()
             with contextlib.suppress(Exception):
-                common.delete_namespaces(client, [namespace])
+                embedded.delete_namespaces(client, [namespace])
                 # The pool's kwok deletes the pods; let it before it stops.
                 deadline = time.monotonic() + 180
                 while (
@@ -493,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         "2 workers, warm Ansible\n"
     )
     print(
-        common.table(
+        tables.table(
             ["phase", "wall", "runs", "requeued", "runs/CR", "CPU/run", "CPU", "tree RSS peak"],
             rows,
         )
@@ -502,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\nidle RSS: runner {figures['runner_rss_idle_mib']} MiB, "
         f"with its launchers {figures['tree_rss_idle_mib']} MiB"
     )
-    common.dump(args.json, figures)
+    tables.dump(args.json, figures)
     return 0
 
 

@@ -4,7 +4,7 @@
         [--memcached-latency-runs 6] [--burst 50] [--memcached-burst 20] [--floor-runs 5]
         [--json FILE]
 
-For each workload (``bench/common.py``: the one-task role, and ``roles/memcached``),
+For each workload (``bench/workloads.py``: the one-task role, and ``roles/memcached``),
 two runners run at once, each in its own namespace with 2 workers: one with
 ``--warm=false`` (every ansible-playbook and module started cold) and one with
 ``--warm=true`` (forked from pre-imported launchers). After warm-up runs (the
@@ -13,7 +13,7 @@ launchers start in the background: the first run after start is cold), it measur
 - floor: the same role run by plain ``ansible-playbook`` on a new CR (no runner);
 - CR → Successful: one new CR at a time, alternating cold and warm (median, range);
 - CPU seconds of the runner's process tree per Ansible run, over those CRs
-  (``bench/common.py`` says how: /proc, children reaped inside the tree);
+  (``bench/accounting.py`` says how: /proc, children reaped inside the tree);
 - runs per new CR: Ansible runs (the runner's run-duration histogram count) once
   the runners are quiet again, divided by the new CRs;
 - RSS of runner + launchers, idle after the work above (2 workers), and its peak
@@ -44,7 +44,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import common, runtimes
+from bench import accounting, convergence, embedded, runtimes, tables, workloads
 from runner.kube import client as kube_client
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
@@ -57,7 +57,7 @@ MiB = 1024 * 1024
 
 
 def floor(
-    workload: common.Workload,
+    workload: workloads.Workload,
     *,
     client: kube_client.Client,
     kubeconfig: Path,
@@ -71,14 +71,14 @@ def floor(
         "- hosts: localhost\n  connection: local\n  gather_facts: false\n"
         f"  roles:\n    - {workload.role}\n"
     )
-    collections = common.ROOT / "runner" / "collection"
+    collections = workloads.ROOT / "runner" / "collection"
     env = {
         **os.environ,
         "K8S_AUTH_KUBECONFIG": str(kubeconfig),
         "ANSIBLE_GATHERING": "explicit",
         "ANSIBLE_ROLES_PATH": str(workload.roles_dir),
         "ANSIBLE_COLLECTIONS_PATH": str(collections),
-        "PLAYBOOK_OPERATOR_LIB": str(common.ROOT),
+        "PLAYBOOK_OPERATOR_LIB": str(workloads.ROOT),
     }
     ansible_playbook = str(Path(sys.executable).parent / "ansible-playbook")
     wall, cpu = [], []
@@ -110,14 +110,14 @@ def api_calls(kubeconfig: Path, namespace: str, runs: int) -> list[float]:
         body = {"metadata": {"name": f"api-{index}", "namespace": namespace}, "data": {"v": "0"}}
         started = time.monotonic()
         with contextlib.suppress(kube_errors.NotFoundError):
-            client.get(common.CONFIGMAP, name=f"api-{index}", namespace=namespace)
-        client.create(common.CONFIGMAP, body, namespace=namespace)
+            client.get(embedded.CONFIGMAP, name=f"api-{index}", namespace=namespace)
+        client.create(embedded.CONFIGMAP, body, namespace=namespace)
         times.append(time.monotonic() - started)
     return times
 
 
 def measure(
-    workload: common.Workload,
+    workload: workloads.Workload,
     *,
     client: kube_client.Client,
     kubeconfig: Path,
@@ -127,7 +127,7 @@ def measure(
     floor_runs: int,
 ) -> dict[str, Any]:
     tag = f"bench-{os.getpid()}-{workload.label}"
-    namespaces = {k: common.create_namespace(client, f"{tag}-{k}") for k in ("floor", *MODES)}
+    namespaces = {k: embedded.create_namespace(client, f"{tag}-{k}") for k in ("floor", *MODES)}
     figures: dict[str, Any] = {}
     try:
         if floor_runs:
@@ -154,12 +154,12 @@ def measure(
             )
         )
     finally:
-        common.delete_namespaces(client, namespaces.values())
+        embedded.delete_namespaces(client, namespaces.values())
     return figures
 
 
 def _runners(
-    workload: common.Workload,
+    workload: workloads.Workload,
     *,
     client: kube_client.Client,
     kubeconfig: Path,
@@ -179,10 +179,12 @@ def _runners(
         )
         for mode in MODES
     }
-    watchers = {mode: common.Converged(client, workload.gvk, namespaces[mode]) for mode in MODES}
+    watchers = {
+        mode: convergence.Converged(client, workload.gvk, namespaces[mode]) for mode in MODES
+    }
     ready = workload.ready
     readiness = {
-        mode: common.Converged(client, workload.gvk, namespaces[mode], done=ready)
+        mode: convergence.Converged(client, workload.gvk, namespaces[mode], done=ready)
         for mode in MODES
         if ready is not None
     }
@@ -207,7 +209,7 @@ def _runners(
             figures[mode]["warm_up_runs"] = ours[mode].warm_up(
                 functools.partial(reconcile_one, mode)
             )
-            common.settle(ours[mode].runs)
+            convergence.settle(ours[mode].runs)
 
         print(f"[{label}] CR → Successful x{latency_runs}, interleaved", flush=True)
         before = {m: (runtimes.cpu(ours[m]), ours[m].runs()) for m in MODES}
@@ -227,7 +229,7 @@ def _runners(
                         took = readiness[mode].wait([name], timeout=READY_TIMEOUT) - started
                         ready_latencies[mode].append(took)
         for mode in MODES:
-            runs = common.settle(ours[mode].runs) - before[mode][1]
+            runs = convergence.settle(ours[mode].runs) - before[mode][1]
             cpu = runtimes.cpu(ours[mode]) - before[mode][0]
             parts = ours[mode].cpu_parts()
             figures[mode].update(
@@ -254,16 +256,16 @@ def _runners(
             cpu0, runs0 = runtimes.cpu(ours[mode]), ours[mode].runs()
             runtime = ours[mode]
             with (
-                common.PeakSampler(runtime.rss) as peak,
-                common.PeakSampler(functools.partial(runtimes.tree_rss, runtime)) as tree_peak,
+                accounting.PeakSampler(runtime.rss) as peak,
+                accounting.PeakSampler(functools.partial(runtimes.tree_rss, runtime)) as tree_peak,
             ):
-                started, ticks = time.monotonic(), common.machine_ticks()
+                started, ticks = time.monotonic(), accounting.machine_ticks()
                 for name in names:
                     create(mode, name)
                 took = watchers[mode].wait(names) - started
-                busy = common.machine_busy(ticks)
+                busy = accounting.machine_busy(ticks)
                 cores = (runtimes.cpu(runtime) - cpu0) / took
-            runs = common.settle(runtime.runs) - runs0
+            runs = convergence.settle(runtime.runs) - runs0
             figures[mode].update(
                 burst_s=took,
                 burst_runtime_cores=cores,
@@ -285,29 +287,29 @@ def report(results: dict[str, dict[str, Any]], burst: dict[str, int]) -> str:
     for label, fig in results.items():
         cold, warm = fig.get("cold", {}), fig.get("warm", {})
         floor_fig = fig.get("floor", {})
-        lat = {m: common.median(fig[m]["latency_s"]) for m in MODES if m in fig}
+        lat = {m: tables.median(fig[m]["latency_s"]) for m in MODES if m in fig}
         rows.append(
             [
                 f"{label}: CR → Successful",
-                common.spread(floor_fig.get("wall_s", [])),
-                common.spread(cold.get("latency_s", [])),
-                common.spread(warm.get("latency_s", [])),
-                common.ratio(lat.get("warm"), lat.get("cold")),
+                tables.spread(floor_fig.get("wall_s", [])),
+                tables.spread(cold.get("latency_s", [])),
+                tables.spread(warm.get("latency_s", [])),
+                tables.ratio(lat.get("warm"), lat.get("cold")),
             ]
         )
         if cold.get("ready_latency_s"):
-            ready = {m: common.median(fig[m]["ready_latency_s"]) for m in MODES if m in fig}
+            ready = {m: tables.median(fig[m]["ready_latency_s"]) for m in MODES if m in fig}
             rows.append(
                 [
                     f"{label}: CR → its pods Running, reported in status",
                     "",
-                    common.spread(cold["ready_latency_s"]),
-                    common.spread(warm.get("ready_latency_s", [])),
-                    common.ratio(ready.get("warm"), ready.get("cold")),
+                    tables.spread(cold["ready_latency_s"]),
+                    tables.spread(warm.get("ready_latency_s", [])),
+                    tables.ratio(ready.get("warm"), ready.get("cold")),
                 ]
             )
         if "api_calls_s" in fig:
-            api = common.median(fig["api_calls_s"])
+            api = tables.median(fig["api_calls_s"])
             rows.append(
                 [
                     f"{label}: the task's own API calls / warm above them",
@@ -323,7 +325,7 @@ def report(results: dict[str, dict[str, Any]], burst: dict[str, int]) -> str:
                 "",
                 f"{cold.get('burst_s', 0):.1f} s",
                 f"{warm.get('burst_s', 0):.1f} s",
-                common.ratio(warm.get("burst_s"), cold.get("burst_s")),
+                tables.ratio(warm.get("burst_s"), cold.get("burst_s")),
             ]
         )
         rows.append(
@@ -341,10 +343,10 @@ def report(results: dict[str, dict[str, Any]], burst: dict[str, int]) -> str:
             rows.append(
                 [
                     f"{label}: CPU-s per reconcile ({what})",
-                    f"{common.median(floor_fig.get('cpu_s', [])):.2f}" if floor_fig else "",
+                    f"{tables.median(floor_fig.get('cpu_s', [])):.2f}" if floor_fig else "",
                     f"{cold.get(key, 0):.2f}",
                     f"{warm.get(key, 0):.2f}",
-                    common.ratio(warm.get(key), cold.get(key)),
+                    tables.ratio(warm.get(key), cold.get(key)),
                 ]
             )
         if "cpu_parts_per_run_s" in warm:
@@ -391,10 +393,10 @@ def report(results: dict[str, dict[str, Any]], burst: dict[str, int]) -> str:
                     "",
                     f"{cold.get(key, 0) / MiB:.0f} MiB",
                     f"{warm.get(key, 0) / MiB:.0f} MiB",
-                    common.ratio(warm.get(key), cold.get(key)),
+                    tables.ratio(warm.get(key), cold.get(key)),
                 ]
             )
-    return common.table(["figure", "floor (ansible-playbook)", "cold", "warm", "warm/cold"], rows)
+    return tables.table(["figure", "floor (ansible-playbook)", "cold", "warm", "warm/cold"], rows)
 
 
 def main() -> int:
@@ -411,23 +413,23 @@ def main() -> int:
     args = parser.parse_args()
 
     started = time.monotonic()
-    cluster, client = common.connect()
+    cluster, client = embedded.connect()
     results: dict[str, dict[str, Any]] = {}
     bursts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         for label in args.workloads.split(","):
             if label == "one-task":
-                workload = common.one_task()
+                workload = workloads.one_task()
                 runs, burst = args.latency_runs, args.burst
             elif label == "memcached":
-                workload = common.memcached(Path(tmp))
+                workload = workloads.memcached(Path(tmp))
                 runs, burst = args.memcached_latency_runs, args.memcached_burst
             else:
                 parser.error(f"unknown workload {label!r} (one-task, memcached)")
             workload.install(client)
             if workload.ready is not None:
                 needed = 2 * (burst + runs) + 6  # a pod per CR of both modes, warm-ups
-                free = common.free_pod_slots(client)
+                free = embedded.free_pod_slots(client)
                 if free < needed:
                     print(
                         f"warning: the cluster's nodes have room for {free} more pods, "
@@ -444,7 +446,7 @@ def main() -> int:
                 burst=burst,
                 floor_runs=args.floor_runs,
             )
-    common.dump(args.json, results)
+    tables.dump(args.json, results)
     print()
     print(report(results, bursts))
     print(f"\n(total {time.monotonic() - started:.0f} s; load average {os.getloadavg()})")

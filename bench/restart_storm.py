@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.restart_storm [--count 200] [--window 120] [--json FILE]
 
-On the embedded cluster, ``--count`` Memcacheds of one pod (``bench/common.py``'s private
+On the embedded cluster, ``--count`` Memcacheds of one pod (``bench/workloads.py``'s private
 group, pods on a kwok pool of their own: ``testkit/pool.py``) are created and left to
 settle under one runner. That runner is stopped, then a new one (a fresh runner dir, as
 after a pod restart) is started twice in a row, each time until quiet:
@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import devcluster
-from bench import common, memcached_scale
+from bench import accounting, convergence, embedded, memcached_scale, tables, workloads
 from runner.kube import client as kube_client
 from testkit import pool
 from testkit.harness import OperatorProcess
@@ -62,7 +62,7 @@ def runner(
     )
 
 
-class LastRun(common.Sampling):
+class LastRun(accounting.Sampling):
     """Samples a runner's run counter every second: when it last moved, and a timeline.
 
     Before, the time until quiet was only looked for after ``--first`` seconds, so a
@@ -94,20 +94,24 @@ class LastRun(common.Sampling):
 
 
 def latency(
-    client: kube_client.Client, workload: common.Workload, namespace: str, name: str, since: float
+    client: kube_client.Client,
+    workload: workloads.Workload,
+    namespace: str,
+    name: str,
+    since: float,
 ) -> float:
     """Seconds from ``since`` until ``name`` is Successful at its generation."""
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
         obj = client.get(workload.gvk, name=name, namespace=namespace)
-        if common.at_generation(obj) and common.pods_reported(obj):
+        if convergence.at_generation(obj) and workloads.pods_reported(obj):
             return round(time.monotonic() - since, 1)
         time.sleep(0.5)
     raise TimeoutError(f"{name} not converged within 900 s")
 
 
 def touch(
-    client: kube_client.Client, workload: common.Workload, namespace: str, node: str, label: str
+    client: kube_client.Client, workload: workloads.Workload, namespace: str, node: str, label: str
 ) -> None:
     """A new CR and a changed one, right after ready: they must not wait behind the rest."""
     new = workload.obj(
@@ -122,7 +126,7 @@ def restart(
     operator: OperatorProcess,
     *,
     client: kube_client.Client,
-    workload: common.Workload,
+    workload: workloads.Workload,
     namespace: str,
     node: str,
     label: str,
@@ -142,15 +146,15 @@ def restart(
         remaining = first - (time.monotonic() - began)
         if remaining > 0:
             time.sleep(remaining)  # the first seconds' CPU is the figure: wait them out
-        cpu_first = common.cpu_seconds(pid)
+        cpu_first = accounting.cpu_seconds(pid)
         runs_first = operator.runs()
-        common.settle(operator.runs, quiet=QUIET, timeout=window + 1800)
+        convergence.settle(operator.runs, quiet=QUIET, timeout=window + 1800)
     return {
         "window_s": window,
         "ready_s": round(ready - began, 1),
         f"cpu_s_first_{first:g}s": round(cpu_first, 1),
         f"runs_first_{first:g}s": runs_first,
-        "cpu_s_until_quiet": round(common.cpu_seconds(pid), 1),
+        "cpu_s_until_quiet": round(accounting.cpu_seconds(pid), 1),
         "runs_until_quiet": operator.runs(),
         "quiet_after_s": round(watch.moved_at - began, 1),
         "runs_timeline": watch.timeline,
@@ -177,17 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=Path, help="after the settle, wait for this file")
     args = parser.parse_args(argv)
 
-    cluster, admin = common.connect()
-    client = common.patient(admin)  # make test may restart the API server meanwhile
-    namespace = common.create_namespace(client, f"bench-{int(time.time()) % 100000}-restart")
+    cluster, admin = embedded.connect()
+    client = embedded.patient(admin)  # make test may restart the API server meanwhile
+    namespace = embedded.create_namespace(client, f"bench-{int(time.time()) % 100000}-restart")
     figures: dict[str, Any] = {"count": args.count}
     with (
-        common.service_room(client),
+        embedded.service_room(client),
         tempfile.TemporaryDirectory(prefix="bench-restart-") as tmp,
         pool.node_pool(cluster, client, workdir=Path(tmp), cidr="10.249.0.0/16") as node,
     ):
         workdir = Path(tmp)
-        workload = common.memcached(workdir)
+        workload = workloads.memcached(workdir)
         memcached_scale.install(client, workload)
         watches = memcached_scale.watches(workload)
         env = {"ANSIBLE_ROLES_PATH": str(workload.roles_dir), "ANSIBLE_GATHERING": "explicit"}
@@ -213,11 +217,11 @@ def main(argv: list[str] | None = None) -> int:
                 client,
                 workload,
                 namespace,
-                lambda obj: common.at_generation(obj) and common.pods_reported(obj),
+                lambda obj: convergence.at_generation(obj) and workloads.pods_reported(obj),
                 count=args.count,
                 timeout=3600,
             )
-            common.settle(settler.runs, quiet=QUIET, timeout=1800)
+            convergence.settle(settler.runs, quiet=QUIET, timeout=1800)
             figures["settle_s"] = round(time.monotonic() - started, 1)
             figures["settle_runs"] = settler.runs()
             items = client.list(workload.gvk, namespace=namespace)["items"]
@@ -257,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             for operator in operators:
                 operator.stop()
             with contextlib.suppress(Exception):
-                common.delete_namespaces(client, [namespace])
+                embedded.delete_namespaces(client, [namespace])
                 deadline = time.monotonic() + 180
                 while (
                     time.monotonic() < deadline
@@ -265,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                 ):
                     time.sleep(2)
     print(figures)
-    common.dump(args.json, figures)
+    tables.dump(args.json, figures)
     return 0
 
 

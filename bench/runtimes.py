@@ -24,11 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from bench import common
+from bench import accounting, ports, workloads
 from testkit.harness import OperatorProcess
 
-ANSIBLE_OPERATOR = common.ROOT / "bin" / "ansible-operator"
-ANSIBLE_OPERATOR_VENV = common.ROOT / ".venv-ansible-operator"
+ANSIBLE_OPERATOR = workloads.ROOT / "bin" / "ansible-operator"
+ANSIBLE_OPERATOR_VENV = workloads.ROOT / ".venv-ansible-operator"
 #: Hard-coded by ansible-operator v1.31: its proxy, its osdk_metric server, its artifacts.
 ANSIBLE_OPERATOR_PORTS = (8888, 5050)
 ANSIBLE_OPERATOR_ARTIFACTS = Path("/tmp/ansible-operator")
@@ -58,11 +58,11 @@ class Runtime(Protocol):
 
 
 def cpu(runtime: Runtime) -> float:
-    return common.cpu_seconds(runtime.pid)
+    return accounting.cpu_seconds(runtime.pid)
 
 
 def tree_rss(runtime: Runtime) -> int:
-    return common.rss_bytes(common.descendants(runtime.pid))
+    return accounting.rss_bytes(accounting.descendants(runtime.pid))
 
 
 class Ours:
@@ -126,8 +126,9 @@ class Ours:
         forked from a launcher has the same command line, but the launcher as parent)."""
         return [
             pid
-            for pid in common.descendants(self.pid)[1:]
-            if common.parent(pid) == self.pid and "runner.warm import zygote" in common.cmdline(pid)
+            for pid in accounting.descendants(self.pid)[1:]
+            if accounting.parent(pid) == self.pid
+            and "runner.warm import zygote" in accounting.cmdline(pid)
         ]
 
     def cpu_parts(self) -> dict[str, float]:
@@ -137,17 +138,17 @@ class Ours:
         ``launchers`` (the launchers' own work)."""
         parts = dict.fromkeys(("runner", "playbook", "modules", "launchers"), 0.0)
         for pid in [self.pid, *self.launchers()]:
-            own, reaped = common.cpu_split(pid)
+            own, reaped = accounting.cpu_split(pid)
             if pid == self.pid:
                 parts["runner"] += own + reaped
                 continue
             parts["launchers"] += own
-            parts["modules" if "--kind module" in common.cmdline(pid) else "playbook"] += reaped
+            parts["modules" if "--kind module" in accounting.cmdline(pid) else "playbook"] += reaped
         return parts
 
     def rss(self) -> int:
         """The runner and its warm launchers (not the runs they fork)."""
-        return common.rss_bytes([self.pid, *self.launchers()])
+        return accounting.rss_bytes([self.pid, *self.launchers()])
 
     def warm_up(self, create: Callable[[int], object], *, timeout: float = 120) -> int:
         """Reconcile throw-away CRs until runs start warm (cold: two runs); how many it took."""
@@ -180,10 +181,10 @@ class AnsibleOperator:
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / "watches.yaml").write_text(watches)
-        self.metrics_port = common.free_port()
-        self.health_port = common.free_port()
+        self.metrics_port = ports.free_port()
+        self.health_port = ports.free_port()
         venv_bin = ANSIBLE_OPERATOR_VENV / "bin"
-        collections = common.ROOT / "runner" / "collection"
+        collections = workloads.ROOT / "runner" / "collection"
         self.env = {
             **os.environ,
             "KUBECONFIG": str(kubeconfig),
@@ -192,7 +193,7 @@ class AnsibleOperator:
             "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}",
             "VIRTUAL_ENV": str(ANSIBLE_OPERATOR_VENV),
             "ANSIBLE_COLLECTIONS_PATH": f"{collections}:{collections / 'compat'}",
-            "PLAYBOOK_OPERATOR_LIB": str(common.ROOT),
+            "PLAYBOOK_OPERATOR_LIB": str(workloads.ROOT),
         }
         self.env.pop("PYTHONPATH", None)
         self.command = [
@@ -212,7 +213,7 @@ class AnsibleOperator:
         """Raise unless ansible-operator is built and its fixed ports are free."""
         if not ANSIBLE_OPERATOR.exists():
             raise SystemExit(f"{ANSIBLE_OPERATOR} is missing: run hack/ansible-operator/build.sh")
-        busy = [port for port in ANSIBLE_OPERATOR_PORTS if common.port_in_use(port)]
+        busy = [port for port in ANSIBLE_OPERATOR_PORTS if ports.port_in_use(port)]
         if busy:
             raise SystemExit(
                 f"ports {busy} are in use: ansible-operator hard-codes them; "
@@ -312,4 +313,4 @@ class AnsibleOperator:
 
     def rss(self) -> int:
         """The Go process itself."""
-        return common.rss_bytes([self.pid])
+        return accounting.rss_bytes([self.pid])

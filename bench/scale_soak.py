@@ -54,7 +54,15 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import cache_budget, common, memcached_scale
+from bench import (
+    accounting,
+    cache_budget,
+    convergence,
+    embedded,
+    memcached_scale,
+    tables,
+    workloads,
+)
 from runner.kube import client as kube_client
 from testkit import pool
 from testkit.harness import OperatorProcess
@@ -118,7 +126,7 @@ def disk_bytes(root: Path) -> int:
     return total
 
 
-class Sampler(common.Sampling):
+class Sampler(accounting.Sampling):
     """Samples the runner every ``interval`` seconds in a thread, until stopped.
 
     ``phase`` and ``patches`` are set by the soak as it goes; each sample carries them.
@@ -140,8 +148,8 @@ class Sampler(common.Sampling):
 
     def take(self) -> dict[str, Any]:
         runner = memcached_scale.operator_pid(self.operator)
-        tree = common.descendants(runner)
-        children = [pid for pid in tree if common.parent(pid) == runner]
+        tree = accounting.descendants(runner)
+        children = [pid for pid in tree if accounting.parent(pid) == runner]
         sums = metric_sums(self.operator.metrics())
         runs = sums.get("playbook_operator_runs_total")
         if runs is None:  # a runner without the trigger-labelled counter
@@ -149,14 +157,14 @@ class Sampler(common.Sampling):
         return {
             "t_s": round(time.monotonic() - self._began, 1),
             "phase": self.phase,
-            "runner_mib": round(common.rss_bytes([runner]) / MiB, 1),
-            "launchers_mib": round(common.rss_bytes([runner, *children]) / MiB, 1),
-            "tree_mib": round(common.rss_bytes(tree) / MiB, 1),
+            "runner_mib": round(accounting.rss_bytes([runner]) / MiB, 1),
+            "launchers_mib": round(accounting.rss_bytes([runner, *children]) / MiB, 1),
+            "tree_mib": round(accounting.rss_bytes(tree) / MiB, 1),
             "launchers": len(children),
             "threads": proc_count(runner, what="status"),
             "fds": proc_count(runner, what="fd"),
             "runner_dir_mib": round(disk_bytes(self.operator.workdir / "runner") / MiB, 2),
-            "cpu_s": round(common.cpu_seconds(runner), 1),
+            "cpu_s": round(accounting.cpu_seconds(runner), 1),
             "runs": int(runs),
             "failed_runs": int(sums.get("playbook_operator_runs_total:failed", 0.0)),
             "queue_depth": int(sums.get("playbook_operator_queue_depth", 0.0)),
@@ -213,12 +221,12 @@ def summary(samples: Sequence[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
                 f"{title} ({unit})" if unit else title,
                 f"{mean_first:.1f}",
                 f"{mean_last:.1f}",
-                common.ratio(mean_last, mean_first),
+                tables.ratio(mean_last, mean_first),
                 f"{slope:+.1f}",
             ]
         )
     header = ["over the churn", "first quarter", "last quarter", "last/first", "slope per hour"]
-    return common.table(header, rows), figures
+    return tables.table(header, rows), figures
 
 
 SVG_WIDTH, SVG_PANEL, SVG_PAD, SVG_TOP = 760, 100, 48, 30
@@ -309,11 +317,13 @@ def paced(count: int, *, rate: float, act: Callable[[int], None], until: float) 
     return done
 
 
-def settled(client: kube_client.Client, workload: common.Workload, namespace: str) -> int:
+def settled(client: kube_client.Client, workload: workloads.Workload, namespace: str) -> int:
     """CRs Successful at their generation with their pods reported (the run after the
     Deployment's readiness, not only the first): one list, at the sampling pace."""
     items = client.list(workload.gvk, namespace=namespace)["items"]
-    return sum(1 for obj in items if common.at_generation(obj) and common.pods_reported(obj))
+    return sum(
+        1 for obj in items if convergence.at_generation(obj) and workloads.pods_reported(obj)
+    )
 
 
 def soak(
@@ -321,7 +331,7 @@ def soak(
     args: argparse.Namespace,
     sampler: Sampler,
     client: kube_client.Client,
-    workload: common.Workload,
+    workload: workloads.Workload,
     namespace: str,
     node: str,
 ) -> dict[str, Any]:
@@ -380,18 +390,18 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="scale-soak-"))
     figures: dict[str, Any] = {"crs": args.crs, "duration_s": args.duration}
     figures |= {"churn_rate": args.churn_rate, "noise": args.noise}
-    cluster, client = common.connect()
-    namespace = common.create_namespace(client, f"bench-{int(time.time()) % 100000}-soak")
+    cluster, client = embedded.connect()
+    namespace = embedded.create_namespace(client, f"bench-{int(time.time()) % 100000}-soak")
     try:
         if args.noise == "on":
             print("creating the noise (bench.cache_budget's) ...", flush=True)
             figures["noise_s"] = round(cache_budget.make_noise(cluster, client), 1)
         with (
-            common.service_room(client),
+            embedded.service_room(client),
             tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp,
             pool.node_pool(cluster, client, workdir=Path(tmp), cidr=CIDR) as node,
         ):
-            workload = cache_budget._private(common.memcached(Path(tmp)), GROUP)
+            workload = cache_budget._private(workloads.memcached(Path(tmp)), GROUP)
             memcached_scale.install(client, workload)
             (Path(tmp) / "operator").mkdir()
             operator = OperatorProcess(
@@ -423,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
                 table = write(out, sampler.samples, figures=figures)
                 print(f"\n{json.dumps(figures | {'trend': '...'})}\n\n{table}\n")
                 print(f"samples, summary and plot in {out}", flush=True)
-                common.delete_namespaces(client, [namespace])
+                embedded.delete_namespaces(client, [namespace])
                 # The pool's kwok deletes the pods; let it before it stops.
                 deadline = time.monotonic() + 300
                 while (
@@ -432,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
                 ):
                     time.sleep(2)
     finally:
-        common.delete_namespaces(client, [namespace])
+        embedded.delete_namespaces(client, [namespace])
         if args.noise == "on" and not args.keep_noise:
             cache_budget.delete_noise(client)
     return 0

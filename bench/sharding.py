@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.sharding [--objects 60] [--waves 2] [--replicas 1,3]
         [--json FILE]
 
-The CPU-light one-task role (``bench/common.py``) reconciles ``--objects`` CRs in
+The CPU-light one-task role (``bench/workloads.py``) reconciles ``--objects`` CRs in
 one namespace. For each replica count, that many ``playbook-operator run
 --sharded`` processes (2 workers each, their own metrics port and Lease) start,
 agree on membership, and the CRs are created (the first wave); each further
@@ -12,7 +12,7 @@ wave changes every CR's spec. Per replica count it reports:
 - reconciles per minute: CRs of a wave divided by the time from the wave's
   first write to its last CR Successful at the new generation (best wave);
 - CPU seconds per reconcile: CPU of all the replicas' process trees over the
-  waves (``bench/common.py``: /proc, children reaped inside the tree) divided
+  waves (``bench/accounting.py``: /proc, children reaped inside the tree) divided
   by the Ansible runs they counted;
 - how busy the whole machine was meanwhile, and each replica's share of the runs.
 
@@ -37,7 +37,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import common
+from bench import accounting, convergence, embedded, tables, workloads
 from testkit.harness import OperatorProcess
 
 WAVE_TIMEOUT = 900.0
@@ -85,7 +85,7 @@ def pid(process: OperatorProcess) -> int:
 def measure(
     *, count: int, objects: int, waves: int, cluster: Any, client: Any, workload: Any
 ) -> dict[str, Any]:
-    namespace = common.create_namespace(client, f"bench-shards-{count}-{int(time.time())}")
+    namespace = embedded.create_namespace(client, f"bench-shards-{count}-{int(time.time())}")
     try:
         with tempfile.TemporaryDirectory(prefix="bench-sharding-") as tmp:
             replicas = start_replicas(
@@ -108,7 +108,7 @@ def measure(
                 for process in replicas:
                     process.stop()
     finally:
-        common.delete_namespaces(client, [namespace])
+        embedded.delete_namespaces(client, [namespace])
 
 
 def _waves(
@@ -121,10 +121,10 @@ def _waves(
     namespace: str,
 ) -> dict[str, Any]:
     names = [f"cr-{index:03d}" for index in range(objects)]
-    watcher = common.Converged(client, workload.gvk, namespace)
+    watcher = convergence.Converged(client, workload.gvk, namespace)
     runs_before = sum(p.runs() for p in replicas)
-    cpu_before = sum(common.cpu_seconds(pid(p)) for p in replicas)
-    machine = common.machine_ticks()
+    cpu_before = sum(accounting.cpu_seconds(pid(p)) for p in replicas)
+    machine = accounting.machine_ticks()
     per_wave: list[float] = []
     for wave in range(1, waves + 1):
         started = time.monotonic()
@@ -137,9 +137,9 @@ def _waves(
                 )
         finished = watcher.wait(names, generation=wave, timeout=WAVE_TIMEOUT)
         per_wave.append(finished - started)
-    runs = common.settle(lambda: sum(p.runs() for p in replicas)) - runs_before
-    cpu = sum(common.cpu_seconds(pid(p)) for p in replicas) - cpu_before
-    busy = common.machine_busy(machine)
+    runs = convergence.settle(lambda: sum(p.runs() for p in replicas)) - runs_before
+    cpu = sum(accounting.cpu_seconds(pid(p)) for p in replicas) - cpu_before
+    busy = accounting.machine_busy(machine)
     shares = [p.runs() for p in replicas]
     best = min(per_wave)
     return {
@@ -160,7 +160,7 @@ def report(results: list[dict[str, Any]], nodes: list[int]) -> str:
         [
             str(r["replicas"]),
             f"{r['reconciles_per_minute']:.0f}",
-            common.spread(r["wave_seconds"]),
+            tables.spread(r["wave_seconds"]),
             f"{r['cpu_per_reconcile']:.2f} s",
             f"{r['machine_busy'] * 100:.0f} %",
             "/".join(str(n) for n in r["runs_per_replica"]),
@@ -168,7 +168,7 @@ def report(results: list[dict[str, Any]], nodes: list[int]) -> str:
         for r in results
     ]
     out = [
-        common.table(
+        tables.table(
             [
                 "replicas",
                 "reconciles/min",
@@ -184,7 +184,7 @@ def report(results: list[dict[str, Any]], nodes: list[int]) -> str:
     for r in results[1:]:
         out.append(
             f"\n{r['replicas']} vs {base['replicas']} replica(s): "
-            f"{common.ratio(r['reconciles_per_minute'], base['reconciles_per_minute'])}x "
+            f"{tables.ratio(r['reconciles_per_minute'], base['reconciles_per_minute'])}x "
             "reconciles per minute on this machine's 2 cores"
         )
     cpu = max(r["cpu_per_reconcile"] for r in results)
@@ -194,7 +194,7 @@ def report(results: list[dict[str, Any]], nodes: list[int]) -> str:
         f"reconcile (the highest measured): {per_core:.0f} reconciles/min per replica"
     )
     out.append(
-        common.table(
+        tables.table(
             ["nodes (replicas)", "projected reconciles/min"],
             [[str(n), f"{n * per_core:.0f}"] for n in nodes],
         )
@@ -210,8 +210,8 @@ def main() -> int:
     parser.add_argument("--project", default="1,3,5,10", help="node counts for the projection")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    cluster, client = common.connect()
-    workload = common.one_task()
+    cluster, client = embedded.connect()
+    workload = workloads.one_task()
     workload.install(client)
     results = []
     for count in (int(c) for c in args.replicas.split(",")):
@@ -229,7 +229,7 @@ def main() -> int:
     nodes = [int(n) for n in args.project.split(",")]
     print(report(results, nodes))
     with contextlib.suppress(OSError):
-        common.dump(args.json, {"results": results, "projection_nodes": nodes})
+        tables.dump(args.json, {"results": results, "projection_nodes": nodes})
     return 0
 
 

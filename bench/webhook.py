@@ -8,7 +8,7 @@ One runner (warm launchers, defaults otherwise) serves two validating webhooks:
 - ``assert-only``: one ``ansible.builtin.assert`` task (``bench/roles``-style, written
   into the work dir) on the ``Bench`` kind, whose reconcile role is the one-task role;
 - ``memcached``: the flagship's ``roles/memcached_validate`` with ``roles/memcached``
-  beside it, both under the benchmark's private group (``bench/common.py``), if the
+  beside it, both under the benchmark's private group (``bench/workloads.py``), if the
   repository has it.
 
 AdmissionReviews are POSTed straight to ``--webhook-port`` over HTTPS (a new TLS
@@ -16,7 +16,7 @@ connection each, as an API server without keep-alive would): the figures are the
 webhook's own, the API server's hop excluded. Measured:
 
 - one at a time: p50 / p99 over ``--requests`` reviews, and CPU seconds of the
-  runner's process tree per admission (``bench/common.py``: /proc, children reaped
+  runner's process tree per admission (``bench/accounting.py``: /proc, children reaped
   inside the tree), with nothing else running;
 - under load: ``--load`` Bench CRs created at once (2 reconcile workers), and while they
   reconcile, ``--rounds`` rounds of ``--concurrent`` reviews sent at once; p50 / p99.
@@ -43,7 +43,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from bench import common
+from bench import accounting, convergence, embedded, ports, tables, workloads
 from runner.kube.types import GVK
 from runner.tools.scaffold import devhooks
 from testkit.harness import OperatorProcess
@@ -135,10 +135,10 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    cluster, client = common.connect()
+    cluster, client = embedded.connect()
     workdir = Path(tempfile.mkdtemp(prefix="bench-webhook-"))
-    namespace = common.create_namespace(client, f"bench-webhook-{uuid.uuid4().hex[:6]}")
-    bench = common.one_task()
+    namespace = embedded.create_namespace(client, f"bench-webhook-{uuid.uuid4().hex[:6]}")
+    bench = workloads.one_task()
     bench.install(client)
     (workdir / "roles" / "assert_only" / "tasks").mkdir(parents=True)
     (workdir / "roles" / "assert_only" / "tasks" / "main.yml").write_text(ASSERT_ROLE)
@@ -146,20 +146,22 @@ def main() -> int:
     hooks: dict[str, tuple[GVK, dict[str, Any]]] = {
         "assert-only": (bench.gvk, bench.obj("probe", namespace, size=3)),
     }
-    if (common.ROOT / "roles" / "memcached_validate").is_dir():
-        memcached = common.memcached(workdir)
+    if (workloads.ROOT / "roles" / "memcached_validate").is_dir():
+        memcached = workloads.memcached(workdir)
         memcached.install(client)
         target = memcached.roles_dir / "memcached_validate"
-        shutil.copytree(common.ROOT / "roles" / "memcached_validate", target)
+        shutil.copytree(workloads.ROOT / "roles" / "memcached_validate", target)
         for path in target.rglob("*"):
             if path.is_file() and path.suffix in (".yml", ".yaml", ".j2"):
-                text = path.read_text().replace("cache.example.com/", f"{common.MEMCACHED_GROUP}/")
+                text = path.read_text().replace(
+                    "cache.example.com/", f"{workloads.MEMCACHED_GROUP}/"
+                )
                 text = text.replace("_cache_example_com_memcached", memcached.var_prefix)
                 path.write_text(text)
         watches += memcached.watches() + f"  validation:\n    role: {target}\n"
         hooks["memcached"] = (memcached.gvk, memcached.obj("probe", namespace))
     devhooks.certificates(workdir / "certs")  # the benchmark's client does not verify it
-    port = common.free_port()
+    port = ports.free_port()
     operator = OperatorProcess(
         workdir=workdir,
         kubeconfig=Path(cluster.kubeconfig),
@@ -185,10 +187,10 @@ def main() -> int:
         for label, (gvk, obj) in hooks.items():
             for _ in range(5):  # warm-up: the launchers start in the background
                 _call(port, _path(gvk), obj)
-            cpu_before, own_before = common.cpu_seconds(pid), common.cpu_split(pid)[0]
+            cpu_before, own_before = accounting.cpu_seconds(pid), accounting.cpu_split(pid)[0]
             alone = [_call(port, _path(gvk), obj)[0] for _ in range(args.requests)]
-            cpu = (common.cpu_seconds(pid) - cpu_before) / args.requests
-            own = (common.cpu_split(pid)[0] - own_before) / args.requests
+            cpu = (accounting.cpu_seconds(pid) - cpu_before) / args.requests
+            own = (accounting.cpu_split(pid)[0] - own_before) / args.requests
             figures[label] = {
                 "alone": _summary(alone),
                 "cpu_s_per_admission": round(cpu, 3),
@@ -203,8 +205,8 @@ def main() -> int:
             )
         # Under load: CRs reconciling (2 workers) and rounds of concurrent reviews.
         names = [f"load-{i}" for i in range(args.load)]
-        converged = common.Converged(client, bench.gvk, namespace)
-        busy_since = common.machine_ticks()
+        converged = convergence.Converged(client, bench.gvk, namespace)
+        busy_since = accounting.machine_ticks()
         for name in names:
             client.create(bench.gvk, bench.obj(name, namespace), namespace=namespace)
         for label, (gvk, obj) in hooks.items() if args.rounds else ():
@@ -217,16 +219,16 @@ def main() -> int:
                 f" {figures[label]['loaded']}",
                 flush=True,
             )
-        figures["machine_busy_under_load"] = round(common.machine_busy(busy_since), 2)
+        figures["machine_busy_under_load"] = round(accounting.machine_busy(busy_since), 2)
         # How much of the load was still there: CRs not yet converged when the rounds ended.
         figures["crs_converged_when_rounds_ended"] = len(converged.times)
         if names:
             converged.wait(names, timeout=600)
         print(json.dumps(figures, indent=2))
-        common.dump(args.json, figures)
+        tables.dump(args.json, figures)
     finally:
         operator.stop()
-        common.delete_namespaces(client, [namespace])
+        embedded.delete_namespaces(client, [namespace])
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

@@ -7,12 +7,18 @@ runner/'s root keeps only the entry points, runner's sub-packages import one ano
 without a cycle, and every runner name has one import path: no module-level alias of
 another runner module's name, no re-export through ``__all__`` and no module that only
 re-exports (the few kept are listed, with why).
+
+They also hold the docs to the code: docs/architecture.md's package tree lists exactly
+runner/'s packages, docs/modules.md exactly its modules, and docs/architecture.md's list
+of import contracts is pyproject.toml's, by name.
 """
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
+import tomllib
 from collections.abc import Iterator
 
 import grimp
@@ -22,6 +28,10 @@ import runner
 
 PACKAGE = pathlib.Path(runner.__file__).parent
 ROOT = PACKAGE.parent
+DOCS = ROOT / "docs"
+#: Folders under runner/ that hold no module of the runtime: the Ansible content runs
+#: load (listed in the tree as one folder) and the files ``init`` renders.
+NOT_CODE = ("runner/collection", "runner/tools/scaffold/templates")
 MAX_CLASS_LINES = 250
 MAX_MODULE_LINES = 500
 ENTRY_POINTS = frozenset({"__init__.py", "__main__.py", "cli.py", "py.typed"})
@@ -386,3 +396,168 @@ def test_the_function_check_counts_def_through_last_line() -> None:
         f"class C:\n    @staticmethod\n    def long() -> None:\n{body.replace('    ', '        ')}"
     )
     assert long_functions(source, where="m.py") == {"m.py:C.long": MAX_FUNCTION_LINES + 1}
+
+
+# -- the docs against the code ------------------------------------------------------------
+
+
+def doc_section(text: str, heading: str) -> str:
+    """The body of the ``## heading`` section of a Markdown page, up to the next ``## ``."""
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"expected a '## {heading}' section, saw none"
+    return match.group(1)
+
+
+def _code_lines(text: str) -> Iterator[str]:
+    """The lines inside the fenced code blocks of ``text``."""
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            inside = not inside
+        elif inside:
+            yield line
+
+
+_FOLDER = re.compile(r"^(runner(?:/\w+)*)/(?:\s|$)")
+_MODULE = re.compile(r"^  (\w+\.py)(?:\s|$)")
+
+
+def doc_packages(text: str) -> set[str]:
+    """The folders a page's package tree lists (``runner/a/b/`` lines), as ``runner/a/b``."""
+    return {m.group(1) for line in _code_lines(text) if (m := _FOLDER.match(line))}
+
+
+def doc_modules(text: str) -> set[str]:
+    """The modules a page's module tree lists: each ``  name.py`` line under the latest
+    ``runner/a/`` line, as ``runner/a/name.py``."""
+    found, folder = set(), None
+    for line in _code_lines(text):
+        if head := _FOLDER.match(line):
+            folder = head.group(1)
+        elif (module := _MODULE.match(line)) and folder is not None:
+            found.add(f"{folder}/{module.group(1)}")
+    return found
+
+
+def doc_contracts(text: str) -> list[str]:
+    """The contract names a page lists: the ``- `` lines of its Import contracts section."""
+    section = doc_section(text, "Import contracts")
+    return [line[2:].strip() for line in section.splitlines() if line.startswith("- ")]
+
+
+def _code(path: pathlib.Path) -> bool:
+    relative = path.relative_to(ROOT).as_posix()
+    inside = tuple(f"{folder}/" for folder in NOT_CODE)
+    return "__pycache__" not in path.parts and not relative.startswith(inside)
+
+
+def code_packages() -> set[str]:
+    """runner/ and every folder below it that holds a module, and the Ansible content."""
+    folders = {path.parent for path in PACKAGE.rglob("*.py") if _code(path)}
+    return {folder.relative_to(ROOT).as_posix() for folder in folders} | {NOT_CODE[0]}
+
+
+def code_modules() -> set[str]:
+    """Every module of runner/ but the packages' ``__init__.py``."""
+    return {
+        path.relative_to(ROOT).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if _code(path) and path.name != "__init__.py"
+    }
+
+
+def listing_problems(*, listed: set[str], actual: set[str], page: str) -> list[str]:
+    """What a page's listing gets wrong: entries that are not in the code, and the code's
+    entries it leaves out."""
+    return [f"{page} lists {entry}, which does not exist" for entry in sorted(listed - actual)] + [
+        f"{page} does not list {entry}" for entry in sorted(actual - listed)
+    ]
+
+
+def test_the_architecture_page_lists_every_package() -> None:
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    listed = doc_packages(doc_section(text, "Packages"))
+    problems = listing_problems(listed=listed, actual=code_packages(), page="architecture.md")
+    assert not problems, f"expected the package tree to match runner/, saw: {problems}"
+
+
+def test_the_modules_page_lists_every_module() -> None:
+    listed = doc_modules((DOCS / "modules.md").read_text(encoding="utf-8"))
+    problems = listing_problems(listed=listed, actual=code_modules(), page="modules.md")
+    assert not problems, (
+        f"expected docs/modules.md to list runner/'s modules, one line each, saw: {problems}"
+    )
+
+
+def test_the_architecture_page_lists_the_import_contracts() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    names = [c["name"] for c in config["tool"]["importlinter"]["contracts"]]
+    listed = doc_contracts((DOCS / "architecture.md").read_text(encoding="utf-8"))
+    problems = listing_problems(listed=set(listed), actual=set(names), page="architecture.md")
+    repeated = sorted({name for name in listed if listed.count(name) > 1})
+    assert not problems and not repeated, (
+        f"expected the contract list to be pyproject.toml's, by name, saw: {problems}"
+        f"{f'; listed twice: {repeated}' if repeated else ''}"
+    )
+
+
+STALE_PAGE = """# Architecture
+
+## Packages
+
+```
+runner/                       entry points only
+runner/queue/                 where work waits
+runner/nosuch/                a package that was renamed away
+runner/collection/            Ansible content (not Python the runtime imports)
+  ansible_collections/        continuation lines and content folders are not packages
+```
+
+## Import contracts
+
+- Runtime layers only import downward
+- A contract that was renamed
+
+## Where to look
+
+- runner/watch/ is not in a code block, so not in the tree
+"""
+
+
+def test_a_stale_package_tree_is_caught() -> None:
+    listed = doc_packages(doc_section(STALE_PAGE, "Packages"))
+    assert listed == {"runner", "runner/queue", "runner/nosuch", "runner/collection"}, listed
+    actual = {"runner", "runner/queue", "runner/watch", "runner/collection"}
+    problems = listing_problems(listed=listed, actual=actual, page="p.md")
+    expected = ["p.md lists runner/nosuch, which does not exist", "p.md does not list runner/watch"]
+    assert problems == expected, f"expected {expected}, saw {problems}"
+
+
+def test_a_stale_tree_of_the_real_code_is_caught() -> None:
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    planted = text.replace("runner/queue/ ", "runner/nosuch/", 1)
+    found = {}
+    for name, page in (("as is", text), ("planted", planted)):
+        listed = doc_packages(doc_section(page, "Packages"))
+        found[name] = listing_problems(listed=listed, actual=code_packages(), page="a.md")
+    added = sorted(set(found["planted"]) - set(found["as is"]))
+    expected = ["a.md does not list runner/queue", "a.md lists runner/nosuch, which does not exist"]
+    assert added == expected, f"expected the planted name to add {expected}, saw {added}"
+
+
+def test_a_stale_module_tree_is_caught() -> None:
+    page = "```\nrunner/queue/    q\n  workqueue.py   w\n  gone.py   g\n  templates/   t\n```\n"
+    listed = doc_modules(page)
+    assert listed == {"runner/queue/workqueue.py", "runner/queue/gone.py"}, listed
+    actual = {"runner/queue/workqueue.py", "runner/queue/backoff.py"}
+    problems = listing_problems(listed=listed, actual=actual, page="m.md")
+    expected = ["m.md lists runner/queue/gone.py, which does not exist"]
+    expected.append("m.md does not list runner/queue/backoff.py")
+    assert problems == expected, f"expected {expected}, saw {problems}"
+
+
+def test_a_stale_contract_list_is_caught() -> None:
+    assert doc_contracts(STALE_PAGE) == [
+        "Runtime layers only import downward",
+        "A contract that was renamed",
+    ]

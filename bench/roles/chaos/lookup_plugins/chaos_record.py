@@ -1,6 +1,6 @@
 """Lookup ``chaos_record``: append the start or end of this run to its CR's record file.
 
-Part of the chaos benchmark's role (``bench/chaos.py``). Lookups run inside
+Part of the chaos benchmark's role (``bench/chaos/``). Lookups run inside
 ansible-playbook, so the record names the process of the run itself: ``pid`` is
 the ansible-playbook process (the parent of the task's worker), whose death the
 benchmark watches for when a run ends without an ``end`` record (killed).

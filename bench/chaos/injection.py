@@ -1,6 +1,6 @@
 """The chaos benchmark's faults: how each is injected, and what recovery took.
 
-Part of ``make chaos`` (``bench/chaos.py``). Each fault takes the benchmark's own
+Part of ``make chaos`` (``python -m bench.chaos``). Each fault takes the benchmark's own
 cluster or the leader away, records when it started and ended, and
 :func:`inject` then measures how long until a replica leads and the operator has
 caught up with every spec written up to the fault's end.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import devcluster
-from bench import chaos_replicas, chaos_runs, chaos_state
+from bench.chaos import history, runners, state
 from devcluster import binaries
 
 FAULTS = ("kill9", "apiserver", "etcd", "freeze", "handover", "poison")
@@ -32,7 +32,7 @@ class Chaos:
 
     cluster: devcluster.Cluster
     namespace: str
-    replicas: list[chaos_replicas.Replica]
+    replicas: list[runners.Replica]
     args: argparse.Namespace
 
 
@@ -79,14 +79,14 @@ def _readyz(cluster: devcluster.Cluster) -> bool:
 
 
 def kill9(chaos: Chaos, fault: Fault) -> None:
-    leader = chaos_replicas.leader(chaos.replicas, timeout=60)
+    leader = runners.leader(chaos.replicas, timeout=60)
     fault.at = time.time()
     leader.kill()  # the supervisor starts it again, as a standby
     fault.healed = time.time()
 
 
 def handover(chaos: Chaos, fault: Fault) -> None:
-    leader = chaos_replicas.leader(chaos.replicas, timeout=60)
+    leader = runners.leader(chaos.replicas, timeout=60)
     fault.at = time.time()
     leader.terminate()  # releases the Lease; the supervisor starts it again
     fault.healed = time.time()
@@ -110,7 +110,7 @@ def etcd(chaos: Chaos, fault: Fault) -> None:
 
 
 def freeze(chaos: Chaos, fault: Fault) -> None:
-    leader = chaos_replicas.leader(chaos.replicas, timeout=60)
+    leader = runners.leader(chaos.replicas, timeout=60)
     instance = leader.instance
     fault.at = time.time()
     leader.relay.freeze()
@@ -125,8 +125,8 @@ def freeze(chaos: Chaos, fault: Fault) -> None:
 def poison(chaos: Chaos, fault: Fault) -> None:
     """Create a CR nested too deep to decode: the informer must go on with the others."""
     name = f"poison-{fault.at:.0f}"
-    meta = {"name": name, "namespace": chaos.namespace, "labels": {chaos_state.POISON: "true"}}
-    head = json.dumps({"apiVersion": chaos_state.CHAOS.api_version, "kind": chaos_state.CHAOS.kind})
+    meta = {"name": name, "namespace": chaos.namespace, "labels": {state.POISON: "true"}}
+    head = json.dumps({"apiVersion": state.CHAOS.api_version, "kind": state.CHAOS.kind})
     deep = '{"a":' * POISON_DEPTH + "0" + "}" * POISON_DEPTH
     body = f'{head[:-1]}, "metadata": {json.dumps(meta)}, "spec": {{"value": 0, "deep": {deep}}}}}'
     fault.at = time.time()
@@ -142,7 +142,7 @@ def poison_status(chaos: Chaos, fault: Fault) -> None:
         "get",
         "-n",
         chaos.namespace,
-        f"{chaos_state.CHAOS.kind.lower()}.{chaos_state.GROUP}",
+        f"{state.CHAOS.kind.lower()}.{state.GROUP}",
         name,
         "-o",
         'jsonpath={range .status.conditions[?(@.status=="True")]}{.type}: {.message} {end}',
@@ -166,7 +166,7 @@ def wait_limit(args: argparse.Namespace) -> float:
     return max(1.0, min(float(args.converge_timeout), float(args.deadline) - time.time()))
 
 
-def _leader_name(replicas: list[chaos_replicas.Replica]) -> str:
+def _leader_name(replicas: list[runners.Replica]) -> str:
     found = [r.instance for r in replicas if r.leading()]
     return found[0] if found else "-"
 
@@ -175,9 +175,9 @@ def inject(
     *,
     chaos: Chaos,
     kind: str,
-    churn: chaos_state.Churn,
-    observer: chaos_state.Observer,
-    records: chaos_runs.Records,
+    churn: state.Churn,
+    observer: state.Observer,
+    records: history.Records,
 ) -> Fault:
     fault = Fault(kind=kind, at=time.time(), leader_before=_leader_name(chaos.replicas))
     fault.runs_before = records.count()
@@ -188,7 +188,7 @@ def inject(
     churn.probe(chaos.args.probes)
     targets = churn.targets()
     with contextlib.suppress(TimeoutError):
-        leading = chaos_replicas.leader(
+        leading = runners.leader(
             chaos.replicas,
             timeout=wait_limit(chaos.args),
             # These faults take the leader away: another instance must lead.

@@ -1,6 +1,6 @@
 """The chaos benchmark's runners: two ``--leader-elect`` replicas, each behind its own relay.
 
-Part of ``make chaos`` (``bench/chaos.py``). Each replica is a real ``playbook-operator
+Part of ``make chaos`` (``python -m bench.chaos``). Each replica is a real ``playbook-operator
 run`` (``testkit/harness.py``) whose kubeconfig points at a ``testkit/relay.py``
 relay in front of the API server, so the benchmark can freeze and reset the leader's
 connection alone. A supervisor thread per replica starts it again whenever it exits
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from bench import common
+from bench import accounting
 from testkit import relay as relays
 from testkit.harness import OperatorProcess
 
@@ -202,7 +202,7 @@ class Replica:
     def rss(self) -> int:
         """RSS of the current instance and every process below it (its launchers)."""
         pid = self.pid()
-        return common.rss_bytes(common.descendants(pid)) if pid is not None else 0
+        return accounting.rss_bytes(accounting.descendants(pid)) if pid is not None else 0
 
     @staticmethod
     def _kill(process: OperatorProcess) -> None:
@@ -247,7 +247,7 @@ class Replica:
         while left and time.monotonic() < deadline:
             time.sleep(0.5)
             left = marked(instance, workdir=workdir)
-        self.orphans += [Orphan(instance, pid, common.cmdline(pid)[:200]) for pid in left]
+        self.orphans += [Orphan(instance, pid, accounting.cmdline(pid)[:200]) for pid in left]
 
     def wait_checks(self) -> None:
         """Wait for the orphan checks of every instance that has exited."""

@@ -1,6 +1,6 @@
 """The chaos benchmark's runs, read from its role's records: when each run lived, and overlaps.
 
-Part of ``make chaos`` (``bench/chaos.py``). Every run of the chaos role appends a
+Part of ``make chaos`` (``python -m bench.chaos``). Every run of the chaos role appends a
 ``start`` and an ``end`` line to its CR's file (``bench/roles/chaos/lookup_plugins``).
 A run that is killed (its runner was ``kill -9``-ed, its launcher ended it) writes
 no ``end``: :class:`Records` polls the files and, for each run still open, whether

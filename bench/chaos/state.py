@@ -1,6 +1,6 @@
 """The chaos benchmark's CRs: their kind, whether each has converged, and the churn.
 
-Part of ``make chaos`` (``bench/chaos.py``). :class:`Observer` lists the ``Chaos``
+Part of ``make chaos`` (``python -m bench.chaos``). :class:`Observer` lists the ``Chaos``
 CRs and their child ConfigMaps every ``interval`` seconds, straight from the API server
 (never through a relay), and records when each generation of each CR was first
 seen converged truthfully; :class:`Churn` rewrites random CRs' specs meanwhile.
@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import devcluster
-from bench import common
+from bench import convergence, embedded, workloads
 from runner.kube import client as kube_client
 from runner.kube import config as kube_config
 from runner.kube import transport
@@ -23,14 +23,14 @@ from runner.kube.types import GVK
 
 GROUP = "chaos.playbook-operator.dev"
 CHAOS = GVK(GROUP, "v1", "Chaos")
-#: Label of the poison CRs (bench/chaos_faults.py): never listed, never expected to converge.
+#: Label of the poison CRs (bench/injection.py): never listed, never expected to converge.
 POISON = f"{GROUP}/poison"
 #: Lists of the CRs the benchmark judges: every one but the poison.
 JUDGED: transport.Query = {"labelSelector": f"!{POISON}"}
 
 
 def crd() -> dict[str, Any]:
-    return common.open_crd(CHAOS, plural="chaos")
+    return workloads.open_crd(CHAOS, plural="chaos")
 
 
 def client_for(cluster: devcluster.Cluster) -> kube_client.Client:
@@ -44,7 +44,9 @@ def client_for(cluster: devcluster.Cluster) -> kube_client.Client:
 def claims_done(obj: dict[str, Any]) -> bool:
     """The status says the current spec has been applied."""
     meta, status = obj.get("metadata", {}), obj.get("status") or {}
-    return common.successful(obj) and status.get("observedGeneration") == meta.get("generation")
+    return convergence.successful(obj) and status.get("observedGeneration") == meta.get(
+        "generation"
+    )
 
 
 def child_problem(obj: dict[str, Any], child: dict[str, Any] | None) -> str:
@@ -62,7 +64,7 @@ def problems(obj: dict[str, Any], child: dict[str, Any] | None) -> list[str]:
     """Why ``obj`` is not converged at its current spec (empty: converged, truthfully)."""
     meta, status = obj.get("metadata", {}), obj.get("status") or {}
     found = []
-    if not common.successful(obj):
+    if not convergence.successful(obj):
         found.append("not Successful")
     if status.get("observedGeneration") != meta.get("generation"):
         found.append(
@@ -105,7 +107,7 @@ class Observer:
 
     def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
         objs = self._client.list(CHAOS, namespace=self.namespace, query=JUDGED).get("items", [])
-        children = self._client.list(common.CONFIGMAP, namespace=self.namespace)
+        children = self._client.list(embedded.CONFIGMAP, namespace=self.namespace)
         by_name = {c["metadata"]["name"]: c for c in children.get("items", [])}
         return objs, by_name
 
