@@ -11,8 +11,9 @@ Events go to a handler (the controller's enqueue, after predicates). The store
 (:mod:`runner.watch.store`) doubles as a read cache for reconciles. A
 ``transform`` (dependent informers': :mod:`runner.watch.budget`) trims each
 object before it is stored and handled, or keeps it out of the store; what is
-stored shares its repeated strings (:mod:`runner.watch.strings`); lists are
-read in pages. Once synced, an informer logs
+stored shares its repeated strings (:mod:`runner.watch.strings`); a relist is
+streamed where the API server offers it (WatchList), else read in pages
+(:mod:`runner.watch.initial`). Once synced, an informer logs
 what it holds ("informer synced": objects, approximate bytes).
 
 One object never blinds an informer. An object that cannot be decoded (nested
@@ -42,7 +43,7 @@ from runner.kube import decode
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client, Query
 from runner.kube.types import KubeObject, ObjectKey, Resource, WatchEvent, object_key
-from runner.watch import budget, skips, store, strings
+from runner.watch import budget, initial, skips, store, strings
 from runner.watch.predicate import Event, EventType
 
 Handler = Callable[[Event], None]
@@ -90,6 +91,7 @@ class Informer:
             objects=self._store,
             on_rejected=on_rejected,
         )
+        self._initial = initial.Reader(client, log=log)  # WatchList, else LIST pages
         self._resource_version = ""
         self._last_activity = time.monotonic()
         self.synced = threading.Event()
@@ -112,6 +114,11 @@ class Informer:
         self._last_activity = time.monotonic()
 
     # -- cache ------------------------------------------------------------
+
+    @property
+    def streams_lists(self) -> bool:
+        """Whether its relists are streamed (WatchList), not read in LIST pages."""
+        return self._initial.streaming
 
     def get(self, key: ObjectKey) -> KubeObject | None:
         return self._store.get(key)
@@ -183,7 +190,7 @@ class Informer:
         rejected: set[ObjectKey] = set()
         path = self.resource.path(namespace=self.namespace)
         stored = len(self._store)
-        for listing in budget.pages(self.client, path, query=self._query()):
+        for listing in self._initial.read(path, query=self._query()):
             self._touch()
             unheld: list[decode.Rejected] = []  # decoded, but nested deeper than held
             for item in listing.items:

@@ -3,7 +3,10 @@
 Serves GET on any path: without ``watch=true`` the LIST body; with it, the lines
 scripted for the requested resourceVersion, each as one HTTP chunk as the API
 server sends them, then holds the stream open until the test ends (as a quiet
-watch does), so an informer that is not broken never reconnects.
+watch does), so an informer that is not broken never reconnects. A streamed list
+(``sendInitialEvents=true``) is refused with 422, as by an API server without the
+WatchList feature, so informers read the LIST body; ``initial`` scripts the lines
+of a streamed list instead.
 """
 
 from __future__ import annotations
@@ -27,9 +30,17 @@ PROBE = Resource(
 
 
 class StubApi:
-    def __init__(self, *, list_body: bytes, watches: dict[str, list[bytes]]) -> None:
+    def __init__(
+        self,
+        *,
+        list_body: bytes,
+        watches: dict[str, list[bytes]],
+        initial: list[bytes] | None = None,
+    ) -> None:
         self.list_body = list_body
         self.watches = watches
+        self.initial = initial
+        self.streamed_lists = 0
         self.lists = 0
         self.watch_versions: list[str] = []  # resourceVersion of each watch request, in order
         self.sent_at: dict[str, float] = {}  # resourceVersion watched → monotonic time all sent
@@ -68,6 +79,9 @@ class StubApi:
                     self.end_headers()
                     self.wfile.write(stub.list_body)
                     return
+                if query.get("sendInitialEvents") == ["true"]:
+                    self._initial()
+                    return
                 rv = query.get("resourceVersion", [""])[0]
                 with stub._lock:
                     stub.watch_versions.append(rv)
@@ -79,6 +93,25 @@ class StubApi:
                     self._chunk(line + b"\n")
                 stub.sent_at[rv] = time.monotonic()
                 stub._release.wait(30)
+                self._chunk(b"")
+
+            def _initial(self) -> None:
+                if stub.initial is None:
+                    body = b'{"kind":"Status","code":422,"reason":"Invalid"}'
+                    self.send_response(422)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                with stub._lock:
+                    stub.streamed_lists += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for line in stub.initial:
+                    self._chunk(line + b"\n")
                 self._chunk(b"")
 
             def _chunk(self, data: bytes) -> None:
