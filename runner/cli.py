@@ -22,7 +22,8 @@ from collections.abc import Sequence
 import runner
 from runner.ansible import lines
 from runner.base import errors, logs
-from runner.config import builder, flags, flagtypes, options, sections
+from runner.config import builder, flags, flagtypes, rundir, sections
+from runner.config.settings import Settings
 from runner.tools.publish import command as publish_commands
 from runner.tools.scaffold import commands as scaffold_commands
 
@@ -144,7 +145,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> options.Settings:
+def build_settings(args: argparse.Namespace, *, environ: dict[str, str]) -> Settings:
     """The settings of ``run`` from what was parsed (:mod:`runner.config.builder`)."""
     given: frozenset[str] = getattr(args, "given", frozenset())
     return builder.build(vars(args), given=given, environ=environ, log=log)
@@ -206,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         wanted = settings.ansible.runner_dir
-        with options.claim_runner_dir(wanted) as runner_dir:
+        with rundir.claim_runner_dir(wanted) as runner_dir:
             if runner_dir != wanted:
                 log.warning(
                     "runner directory in use by another runner process; using a directory "

@@ -296,6 +296,63 @@ def test_every_function_is_under_80_lines_or_listed_and_not_growing() -> None:
     )
 
 
+#: Module names several packages share on purpose: each holds that package's part of one
+#: thing (its Prometheus families, its error types, its console command).
+ROLE_NAMES = frozenset({"families.py", "errors.py", "command.py"})
+#: Other module names two packages share today, and how many. These may only shrink: a new
+#: module takes a name of its own (a name that says which package's it is needs no alias).
+SHARED_NAMES = {
+    "templates.py": 2,
+    "server.py": 2,
+    "runtime.py": 2,
+    "project.py": 2,
+    "names.py": 2,
+    "documents.py": 2,
+}
+
+
+def _code_modules() -> list[pathlib.Path]:
+    return [
+        path
+        for path in _sources()
+        if path.name != "__init__.py"
+        and not any(str(path.relative_to(ROOT)).startswith(skip + "/") for skip in NOT_CODE)
+    ]
+
+
+def test_module_names_do_not_collide_beyond_the_known_ones() -> None:
+    seen: dict[str, list[str]] = {}
+    for path in _code_modules():
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    shared = {name: where for name, where in seen.items() if len(where) > 1}
+    new = {
+        name: where
+        for name, where in shared.items()
+        if name not in ROLE_NAMES and len(where) > SHARED_NAMES.get(name, 1)
+    }
+    assert not new, (
+        f"expected module names of their own, saw names shared across packages: {new} "
+        "(name the module after what it holds in its package)"
+    )
+    gone = sorted(name for name, count in SHARED_NAMES.items() if len(shared.get(name, ())) < count)
+    assert not gone, f"{gone} shared less than SHARED_NAMES says: lower or drop them there"
+
+
+def test_protocol_names_are_unique() -> None:
+    found: dict[str, list[str]] = {}
+    for path in _code_modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                (isinstance(base, ast.Name) and base.id == "Protocol")
+                or (isinstance(base, ast.Attribute) and base.attr == "Protocol")
+                for base in node.bases
+            ):
+                found.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
+    twice = {name: where for name, where in found.items() if len(where) > 1}
+    assert not twice, f"expected one Protocol per name, saw {twice}"
+
+
 def test_one_import_path_per_name_no_alias() -> None:
     found = {}
     for path in _sources():
@@ -329,8 +386,8 @@ def test_one_import_path_per_name_no_reexport_module() -> None:
 
 
 PLANTED_ALIAS = """
-from runner.base import connections
-from runner.base.http1 import Request
+from runner.base.http import connections
+from runner.base.http.http1 import Request
 from runner.kube import transport as kube_transport
 import runner.config.entry
 
@@ -351,7 +408,7 @@ __all__ = ["Request", "Plain"]
         pytest.param("Incoming", "Request", id="imported-name"),
         pytest.param("Query", "kube_transport.Query", id="annotated"),
         pytest.param("Watch", "runner.config.entry.Watch", id="dotted-import"),
-        pytest.param("Request", "runner.base.http1.Request (in __all__)", id="all-reexport"),
+        pytest.param("Request", "runner.base.http.http1.Request (in __all__)", id="all-reexport"),
     ],
 )
 def test_the_alias_check_sees_a_planted_alias(name: str, stands_for: str) -> None:
@@ -367,7 +424,7 @@ def test_the_alias_check_passes_values_and_foreign_names() -> None:
 @pytest.mark.parametrize(
     "module",
     [
-        pytest.param("runner.base.listener", id="module"),
+        pytest.param("runner.base.http.listener", id="module"),
         pytest.param("runner.base.__init__", id="package"),
     ],
 )

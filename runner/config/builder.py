@@ -3,7 +3,7 @@
 The command line only parses (:mod:`runner.cli`); this module turns what it parsed —
 flags by destination, as a mapping — together with the environment, the ``--config``
 manager file (:mod:`runner.config.manager_file`) and watches.yaml into
-:class:`runner.config.options.Settings`, one section per stage
+:class:`runner.config.settings.Settings`, one section per stage
 (:mod:`runner.config.sections`). Every environment override is resolved here: a bad one
 stops the runner at start-up naming the variable, and a section is a plain value that
 never raises when read.
@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from runner.base import errors, logs
-from runner.config import manager_file, options, sections, watches
+from runner.config import manager_file, sections, watches
+from runner.config.settings import WARM_ENV, Settings, env_suffix, parse_bool, parse_namespaces
 from runner.kube.types import GVK
 
 #: Deprecated and current names of one setting: ansible-operator refuses both at once.
@@ -92,14 +93,14 @@ def build(
     environ: Mapping[str, str],
     log: logging.Logger,
     base_dir: Path | None = None,
-) -> options.Settings:
+) -> Settings:
     """The settings of ``run``: ``flags`` by destination, ``given`` the flags named on the
     command line (what a ``--config`` file may not override), ``base_dir`` what roles and
     playbooks resolve against (operator-sdk: the working directory)."""
     merged = _merged(flags, given=given, log=log)
     read = Flags(merged)
     sharded = _checked(read, environ=environ)
-    debug_logs = options.parse_bool(environ.get("ANSIBLE_DEBUG_LOGS", "false"))
+    debug_logs = parse_bool(environ.get("ANSIBLE_DEBUG_LOGS", "false"))
     if debug_logs is None:
         log.info(
             "Could not parse environment variable as an boolean; using default value",
@@ -122,11 +123,11 @@ def build(
     )
     gvks = [watch.gvk for watch in loaded]
     kubeconfig = read.get("kubeconfig")
-    return options.Settings(
+    return Settings(
         watches_file=watches_file,
         watches=loaded,
         kubeconfig=None if kubeconfig is None else str(kubeconfig),
-        watch_namespaces=options.parse_namespaces(
+        watch_namespaces=parse_namespaces(
             environ.get("WATCH_NAMESPACE", read.text("cache_namespace"))
         ),
         graceful_shutdown_timeout=read.number("graceful_shutdown_timeout", 30.0),
@@ -214,7 +215,7 @@ def _ansible(
         runner_dir=Path(read.text("runner_dir", str(sections.DEFAULT_RUNNER_DIR))),
         warm=read.boolean("warm")
         if read.get("warm") is not None
-        else _env_bool(environ, options.WARM_ENV, default=True),
+        else _env_bool(environ, WARM_ENV, default=True),
         warm_launcher_max_runs=read.whole(
             "warm_launcher_max_runs", _ANSIBLE.warm_launcher_max_runs
         ),
@@ -309,7 +310,7 @@ def workers(*, gvks: Iterable[GVK], environ: Mapping[str, str]) -> dict[GVK, int
     so ``--max-concurrent-reconciles`` applies to it."""
     found: dict[GVK, int] = {}
     for gvk in gvks:
-        suffix = options.env_suffix(gvk)
+        suffix = env_suffix(gvk)
         for name in (f"MAX_CONCURRENT_RECONCILES_{suffix}", f"WORKER_{suffix}"):
             number = _env_int(environ, name)
             if number is not None and number > 0:
@@ -323,7 +324,7 @@ def verbosities(*, gvks: Iterable[GVK], environ: Mapping[str, str]) -> dict[GVK,
     without one (or out of range) is absent, so ``--ansible-verbosity`` applies to it."""
     found: dict[GVK, int] = {}
     for gvk in gvks:
-        number = _env_int(environ, f"ANSIBLE_VERBOSITY_{options.env_suffix(gvk)}")
+        number = _env_int(environ, f"ANSIBLE_VERBOSITY_{env_suffix(gvk)}")
         if number is not None and 0 <= number <= 7:
             found[gvk] = number
     return found

@@ -1,7 +1,7 @@
 """The flags of ``playbook-operator run``: their names, aliases, defaults and help.
 
 They live beside the sections they fill: each flag's default is its section's (or
-:mod:`runner.config.options`'; ``--max-concurrent-reconciles``' is the CPU quota), their
+:mod:`runner.config.settings`'; ``--max-concurrent-reconciles``' is the CPU quota), their
 values are checked by :mod:`runner.config.flagtypes`, and :mod:`runner.config.builder`
 turns what was parsed into the settings. ``runner.cli`` only adds them to its ``run``
 sub-command and parses.
@@ -16,7 +16,8 @@ import argparse
 from typing import Final
 
 from runner.base import logs
-from runner.config import flagtypes, options, sections
+from runner.config import flagtypes, sections
+from runner.config.settings import WARM_ENV, Settings, default_workers
 
 # A Go-style boolean: --flag alone is true, --flag=false is false.
 _BOOL: Final[dict[str, object]] = {
@@ -90,7 +91,7 @@ def _reconcile_flags(parser: argparse.ArgumentParser) -> None:
         parser,
         "--max-concurrent-reconciles",
         type=int,
-        default=options.default_workers(),
+        default=default_workers(),
         help="workers per watch (default: the container's CPU quota, rounded up; "
         "without one, the CPU count)",
     )
@@ -147,7 +148,7 @@ def _ansible_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=(
             "start ansible-playbook and Ansible modules by fork from pre-imported launchers "
-            f"(default true; ${options.WARM_ENV}=false turns it off)"
+            f"(default true; ${WARM_ENV}=false turns it off)"
         ),
         **_BOOL,
     )
@@ -357,7 +358,7 @@ def _process_flags(parser: argparse.ArgumentParser) -> None:
         parser,
         "--graceful-shutdown-timeout",
         type=flagtypes.duration,
-        default=options.Settings.graceful_shutdown_timeout,
+        default=Settings.graceful_shutdown_timeout,
     )
     _flag(
         parser,

@@ -1,7 +1,7 @@
 """The sections of the settings object: each stage gets only the section it needs.
 
 As kopf's ``OperatorSettings`` and controller-runtime's ``manager.Options``, the one
-settings object (:class:`runner.config.options.Settings`) is grouped by who reads it:
+settings object (:class:`runner.config.settings.Settings`) is grouped by who reads it:
 
 - :class:`AnsibleSettings`: how one Ansible run is started (reconcile, preview, webhooks,
   the dev loop);

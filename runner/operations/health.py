@@ -12,7 +12,7 @@ replica is ready to take over).
 
 :func:`listen` binds an endpoint given by a ``--*-bind-address`` flag; an
 address that cannot be served stops the runner with the flag and port named.
-Every endpoint is a bounded :mod:`runner.base.listener` whose workers know
+Every endpoint is a bounded :mod:`runner.base.http.listener` whose workers know
 each request's remote host (:mod:`runner.operations.peers`).
 """
 
@@ -27,7 +27,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from runner.base import errors, http1, listener
+from runner.base import errors
+from runner.base.http import http1, listener
 from runner.operations import peers
 from runner.watch import source
 

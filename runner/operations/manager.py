@@ -31,7 +31,8 @@ import runner
 from runner import proxy
 from runner.ansible import launch, lines, plan
 from runner.base import errors
-from runner.config import entry, options, sections
+from runner.config import entry, sections
+from runner.config.settings import Settings
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
@@ -108,7 +109,7 @@ def served(
 
 
 def _ansible_runner(
-    settings: options.Settings, *, registry: runtime.Metrics, groups: runnables.Runnables
+    settings: Settings, *, registry: runtime.Metrics, groups: runnables.Runnables
 ) -> launch.AnsibleRunner:
     """The one Ansible runner, on warm launchers unless they are off."""
     launchers = runs.launchers_for(settings.ansible, registry=registry)
@@ -174,7 +175,7 @@ def _add_scrape_families(
 class Manager:
     """The runner process: its runnable groups, made from the settings, run until stopped."""
 
-    def __init__(self, settings: options.Settings) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.client_config = kube_config.load(settings.kubeconfig)
         self.client = client_mod.Client(self.client_config)

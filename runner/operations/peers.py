@@ -1,7 +1,7 @@
 """Who is asking: the remote address of the request a listener's worker is serving.
 
 The runner's listeners (:mod:`runner.operations.health`) serve apps that see the
-request alone (:class:`runner.base.listener.Request`). Two decisions on the metrics
+request alone (:class:`runner.base.http.listener.Request`). Two decisions on the metrics
 port need the client's address as well: secure metrics rate-limit reviews of
 unknown bearer tokens per client (:mod:`runner.operations.access`), so one client's
 flood of random tokens never throttles another's scrapes; and ``GET /debug/rbac``
@@ -12,7 +12,7 @@ answers loopback clients as ``/metrics`` does, others only with a token allowed 
 request's ``authorize`` or ``handle``, :func:`current` is that connection's remote
 host. It hooks the listener's hand-over to its workers (``_submit``), the one place
 that holds both the connection and the work; a ``peer`` field on the request itself
-(:mod:`runner.base.http1`) would make this module unnecessary.
+(:mod:`runner.base.http.http1`) would make this module unnecessary.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import ipaddress
 import socket
 import ssl
 
-from runner.base import connections, exchange, http1, listener
+from runner.base.http import connections, exchange, http1, listener
 
 #: The remote host of the request this worker serves; "" outside a request (unknown).
 _PEER: contextvars.ContextVar[str] = contextvars.ContextVar("peer", default="")

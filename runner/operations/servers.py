@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from runner.base import listener
+from runner.base.http import listener
 from runner.config import sections
 from runner.kube import client as client_mod
 from runner.operations import access, health, peers

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from runner.config import durations, options
+from runner.config import cr_annotations, durations
 
 T = TypeVar("T", int, float)
 
@@ -50,7 +50,7 @@ class Bounded(Generic[T]):
 
 def verbosity(text: str | None, *, default: int) -> Bounded[int]:
     """``default`` is the operator's verbosity for the kind; it also raises the ceiling."""
-    name = options.VERBOSITY_ANNOTATION
+    name = cr_annotations.VERBOSITY_ANNOTATION
     if not text:
         return Bounded(default)
     ceiling = max(MAX_VERBOSITY, default)
@@ -65,7 +65,7 @@ def verbosity(text: str | None, *, default: int) -> Bounded[int]:
 
 def max_artifacts(text: str | None, *, default: int) -> Bounded[int]:
     """``default`` is the watch's ``maxRunnerArtifacts``, also the most a CR may keep."""
-    name = options.MAX_ARTIFACTS_ANNOTATION
+    name = cr_annotations.MAX_ARTIFACTS_ANNOTATION
     if not text:
         return Bounded(default)
     if not _digits(text):
@@ -85,7 +85,7 @@ def reconcile_period(text: str | None, *, default: float) -> Bounded[float]:
     seconds = durations.parse(text)
     floor = min(MIN_RECONCILE_PERIOD, default) if default > 0 else MIN_RECONCILE_PERIOD
     if 0 < seconds < floor:
-        name = options.RECONCILE_PERIOD_ANNOTATION
+        name = cr_annotations.RECONCILE_PERIOD_ANNOTATION
         return Bounded(floor, f"{_shown(name, text)} is below {floor:g}s; using {floor:g}s")
     return Bounded(seconds)
 

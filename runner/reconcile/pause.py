@@ -2,7 +2,7 @@
 
 Flow: watch → queue → **reconcile**. A CR annotated
 ``playbook-operator.io/paused: "true"`` (the name lives in
-:data:`runner.config.options.PAUSED_ANNOTATION`) is read but not reconciled:
+:data:`runner.config.cr_annotations.PAUSED_ANNOTATION`) is read but not reconciled:
 no finalizer is added, Ansible does not run, and a ``Paused`` condition (True,
 reason Paused) says so. Deletion still works: a paused CR being deleted runs its
 finalizer, since holding the deletion forever would be worse than running the
@@ -15,14 +15,14 @@ Imports: config (the annotation's name) and watch.predicate (the event type).
 
 from __future__ import annotations
 
-from runner.config import options
+from runner.config import cr_annotations
 from runner.kube.types import KubeObject
 from runner.watch import predicate
 
 
 def paused(obj: KubeObject | None) -> bool:
     annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(options.PAUSED_ANNOTATION, "")).strip().lower() == "true"
+    return str(annotations.get(cr_annotations.PAUSED_ANNOTATION, "")).strip().lower() == "true"
 
 
 def changed(event: predicate.Event) -> bool:

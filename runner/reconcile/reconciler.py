@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from runner.ansible import launch, plan
 from runner.base import errors, logs
-from runner.config import entry, options, sections
+from runner.config import cr_annotations, entry, sections
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey, make_key, split_key
@@ -190,7 +190,9 @@ class Reconciler:
                 return Result()  # not ours to hold; garbage collection does the rest
             return self._converge(obj, watch=watch, log=rlog, finalizing=True, why=why)
         if pause.paused(obj):  # after the deletion branch: a paused CR's finalizer still runs
-            rlog.info("paused; not reconciling", extra={"annotation": options.PAUSED_ANNOTATION})
+            rlog.info(
+                "paused; not reconciling", extra={"annotation": cr_annotations.PAUSED_ANNOTATION}
+            )
             self._progress.paused(obj, watch=watch)
             return Result()
         if watch.finalizer is not None and not present:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from runner.base import logs
-from runner.config import entry, options, sections
+from runner.config import cr_annotations, entry, sections
 from runner.kube.types import KubeObject
 from runner.reconcile import overrides
 from runner.status import recorder
@@ -40,25 +40,29 @@ class Tuning:
         """Seconds until the CR runs again; raises ``ValueError`` for an unparsable value."""
         # operator-sdk: only a non-zero watches.yaml period overrides the flag.
         default = watch.reconcile_period or self._reconcile.reconcile_period
-        text = _annotations(obj).get(options.RECONCILE_PERIOD_ANNOTATION)
+        text = _annotations(obj).get(cr_annotations.RECONCILE_PERIOD_ANNOTATION)
         bounded = overrides.reconcile_period(text, default=default)
-        return self._bounded(obj, bounded, annotation=options.RECONCILE_PERIOD_ANNOTATION, log=log)
+        return self._bounded(
+            obj, bounded, annotation=cr_annotations.RECONCILE_PERIOD_ANNOTATION, log=log
+        )
 
     def verbosity(self, obj: KubeObject, *, watch: entry.Watch, log: logs.BoundLogger) -> int:
         """Ansible's verbosity for the run: the annotation, else the kind's or the flag's."""
         bounded = overrides.verbosity(
-            _annotations(obj).get(options.VERBOSITY_ANNOTATION),
+            _annotations(obj).get(cr_annotations.VERBOSITY_ANNOTATION),
             default=self._ansible.verbosity_for(watch.gvk),
         )
-        return self._bounded(obj, bounded, annotation=options.VERBOSITY_ANNOTATION, log=log)
+        return self._bounded(obj, bounded, annotation=cr_annotations.VERBOSITY_ANNOTATION, log=log)
 
     def artifacts(self, obj: KubeObject, *, watch: entry.Watch, log: logs.BoundLogger) -> int:
         """Artifact dirs kept: the annotation, else the watch's ``maxRunnerArtifacts``."""
         bounded = overrides.max_artifacts(
-            _annotations(obj).get(options.MAX_ARTIFACTS_ANNOTATION),
+            _annotations(obj).get(cr_annotations.MAX_ARTIFACTS_ANNOTATION),
             default=watch.max_runner_artifacts,
         )
-        return self._bounded(obj, bounded, annotation=options.MAX_ARTIFACTS_ANNOTATION, log=log)
+        return self._bounded(
+            obj, bounded, annotation=cr_annotations.MAX_ARTIFACTS_ANNOTATION, log=log
+        )
 
     def _bounded(
         self,

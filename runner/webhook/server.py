@@ -8,7 +8,7 @@ certificates stop the runner at start-up, naming the directory; files that chang
 later (cert-manager renews them in place) are loaded again within
 :data:`RELOAD_EVERY` seconds, and the old pair is kept if the new one does not load.
 
-Bounded as every listener of the runner (:mod:`runner.base.listener`): at most
+Bounded as every listener of the runner (:mod:`runner.base.http.listener`): at most
 :data:`MAX_CONNECTIONS` connections, handshake and head timeouts, a body of at most
 3 MiB (the API server's own request limit), and twice ``--webhook-max-concurrent``
 workers: that many runs go at once (:class:`runner.webhook.hooks.Hooks` holds the
@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from runner.base import connections, errors, http1, listener
+from runner.base import errors
+from runner.base.http import connections, http1, listener
 from runner.webhook import hooks, review
 
 log = logging.getLogger("runner.webhook")

@@ -26,7 +26,8 @@ from pathlib import Path
 from runner import proxy
 from runner.ansible import launch
 from runner.config import entry as config_entry
-from runner.config import options, sections
+from runner.config import sections
+from runner.config.settings import Settings
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject
 from runner.rbac import record as rbac_record
@@ -62,7 +63,7 @@ class Webhooks:
 
 def build(
     *,
-    settings: options.Settings,
+    settings: Settings,
     runner: launch.AnsibleRunner,
     client: Client,
     cache: proxy.CacheLookup | None,

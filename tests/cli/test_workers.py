@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.config import options
+from runner.config.settings import default_workers
 
 
 def cgroup(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -57,5 +57,5 @@ CPUS = len(os.sched_getaffinity(0))
 def test_default_workers_follow_the_cpu_quota(
     files: dict[str, str], workers: int, tmp_path: Path
 ) -> None:
-    seen = options.default_workers(cgroup(tmp_path, files))
+    seen = default_workers(cgroup(tmp_path, files))
     assert seen == workers, f"cgroup files {files}: expected {workers} workers, saw {seen}"

@@ -16,7 +16,7 @@ import pytest
 
 import devcluster
 from devcluster import accounts
-from runner.base import connections
+from runner.base.http import connections
 from runner.kube.client import Client
 from runner.kube.types import GVK
 from runner.operations import access

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from runner.base import http1, listener
+from runner.base.http import http1, listener
 from runner.operations import health, peers
 
 

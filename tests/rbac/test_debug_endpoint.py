@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner.base import http1
+from runner.base.http import http1
 from runner.kube.types import GVK
 from runner.operations.metrics import endpoint, runtime
 from runner.prometheus import exposition

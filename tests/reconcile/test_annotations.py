@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runner.config import options
+from runner.config import cr_annotations
 from tests.reconcile.fakes import (
     FakeClient,
     FakeRecorder,
@@ -22,9 +22,9 @@ from tests.reconcile.fakes import (
     request,
 )
 
-VERBOSITY = options.VERBOSITY_ANNOTATION
-ARTIFACTS = options.MAX_ARTIFACTS_ANNOTATION
-PERIOD = options.RECONCILE_PERIOD_ANNOTATION
+VERBOSITY = cr_annotations.VERBOSITY_ANNOTATION
+ARTIFACTS = cr_annotations.MAX_ARTIFACTS_ANNOTATION
+PERIOD = cr_annotations.RECONCILE_PERIOD_ANNOTATION
 
 
 def reconcile_once(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.config import options
+from runner.config import cr_annotations
 from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.types import GVK
@@ -24,7 +24,7 @@ from tests.runner.support import (
 pytestmark = pytest.mark.integration
 
 CONFIGMAP = GVK("", "v1", "ConfigMap")
-PAUSED = {options.PAUSED_ANNOTATION: "true"}
+PAUSED = {cr_annotations.PAUSED_ANNOTATION: "true"}
 
 
 def count(operator: OperatorProcess, msg: str, name: str) -> int:
@@ -65,7 +65,7 @@ def test_a_paused_cr_does_not_run_until_resumed(
         PROBE,
         name="held",
         namespace=namespace,
-        body={"metadata": {"annotations": {options.PAUSED_ANNOTATION: None}}},
+        body={"metadata": {"annotations": {cr_annotations.PAUSED_ANNOTATION: None}}},
     )
     done = wait_condition(
         kube, namespace=namespace, name="held", kind="Successful", status="True", operator=operator

@@ -1,5 +1,5 @@
 """Recycling's flags reach the settings and its counter is exported, with both reasons
-from the start (runner/config/flags.py, runner/config/options.py, runner/warm/families.py)."""
+from the start (runner/config/flags.py, runner/config/settings.py, runner/warm/families.py)."""
 
 from __future__ import annotations
 

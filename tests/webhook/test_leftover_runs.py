@@ -8,7 +8,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any, cast
 
-from runner.config import options, sections
+from runner.config import sections
+from runner.config.settings import Settings
 from runner.webhook import hooks, service
 
 
@@ -30,7 +31,7 @@ def leftovers(runner_dir: Path, outside: Path) -> Path:
 def test_leftover_webhook_runs_are_purged_at_start(tmp_path: Path) -> None:
     runner_dir = tmp_path / "runner"
     runs = leftovers(runner_dir, tmp_path / "outside")
-    settings = options.Settings(
+    settings = Settings(
         watches_file=tmp_path / "watches.yaml",
         ansible=dataclasses.replace(sections.AnsibleSettings(), runner_dir=runner_dir),
     )

@@ -1,6 +1,6 @@
 """The metrics' HTTP side: ``GET /metrics`` (and ``/debug/rbac``) and roles' ``POST``.
 
-Both are :class:`runner.base.listener.App` s served by the bounded listener. With
+Both are :class:`runner.base.http.listener.App` s served by the bounded listener. With
 ``--metrics-require-rbac`` the manager passes an :data:`Authorize` check
 (:class:`runner.operations.access.TokenAuthorizer`), run on the request's
 ``Authorization`` header before anything else is read. What ``/metrics`` answers is
@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from runner.base import connections, http1, listener
+from runner.base.http import connections, http1, listener
 from runner.operations import peers
 from runner.prometheus import exposition as exposition_mod
 from runner.prometheus import registry as registry_mod

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from runner.config import options
+from runner.config.settings import Settings
 from runner.tools.devloop.loop import DevLoop, Target, load_watches, targets
 from runner.tools.devloop.snapshot import Snapshots
 
@@ -44,7 +44,7 @@ class Runtime(Target, Protocol):
     def run(self) -> int: ...
 
 
-def prepare(settings: options.Settings) -> tuple[options.Settings, Snapshots]:
+def prepare(settings: Settings) -> tuple[Settings, Snapshots]:
     """Snapshot the project (the working directory) and settings whose watches run it."""
     snaps = Snapshots(
         source=Path.cwd(),
@@ -66,8 +66,8 @@ def prepare(settings: options.Settings) -> tuple[options.Settings, Snapshots]:
 
 def run(
     *,
-    settings: options.Settings,
-    runtime: Callable[[options.Settings], Runtime],
+    settings: Settings,
+    runtime: Callable[[Settings], Runtime],
     argv: Sequence[str],
 ) -> int:
     """Run the runtime on a snapshot with the dev loop beside it.

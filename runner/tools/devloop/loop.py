@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Protocol
 
 from runner.base import errors
-from runner.config import entry, options, watches
+from runner.config import entry, watches
+from runner.config.settings import Settings
 from runner.kube.types import GVK
 from runner.tools.devloop import snapshot as snapshot_mod
 from runner.tools.devloop import syntax
@@ -53,7 +54,7 @@ class Target(Protocol):
         ...
 
 
-def load_watches(path: Path, *, base: Path, settings: options.Settings) -> list[entry.Watch]:
+def load_watches(path: Path, *, base: Path, settings: Settings) -> list[entry.Watch]:
     """watches.yaml as the runner loads it, relative paths resolved against ``base``."""
     return watches.load(
         path,
@@ -83,7 +84,7 @@ class DevLoop:
         self,
         *,
         snapshots: snapshot_mod.Snapshots,
-        settings: options.Settings,
+        settings: Settings,
         target: Target,
         stop: threading.Event,
         restart: Callable[[], None],

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.base import errors, logs
-from runner.config import builder, options, sections, watches
+from runner.config import builder, sections, watches
+from runner.config.settings import Settings
 from runner.kube import errors as kube_errors
 from runner.tools.preview import report, session
 
@@ -35,7 +36,7 @@ def main(args: argparse.Namespace, *, environ: Mapping[str, str]) -> int:
     return 1 if found.runner_status != "Successful" else 0
 
 
-def settings(args: argparse.Namespace, *, environ: Mapping[str, str]) -> options.Settings:
+def settings(args: argparse.Namespace, *, environ: Mapping[str, str]) -> Settings:
     """The settings of a check-mode run (``preview``, ``rbac --sample``): the watches and
     the Ansible flags; the runs' events are not logged (the report shows them)."""
     roles_path = _paths(args.ansible_roles_path or environ.get("ANSIBLE_ROLES_PATH", ""))
@@ -49,7 +50,7 @@ def settings(args: argparse.Namespace, *, environ: Mapping[str, str]) -> options
         collections_path=collections_path,
         base_dir=Path.cwd(),
     )
-    return options.Settings(
+    return Settings(
         watches_file=Path(args.watches_file),
         watches=tuple(loaded),
         kubeconfig=args.kubeconfig,

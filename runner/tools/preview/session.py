@@ -23,7 +23,8 @@ from typing import Any, Protocol
 from runner import proxy as proxy_mod
 from runner.ansible import launch, plan
 from runner.ansible import spec as ansible_spec
-from runner.config import options, sections
+from runner.config import sections
+from runner.config.settings import Settings
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
@@ -42,7 +43,7 @@ class Runner(Protocol):
 
 
 def preview(
-    *, cr_file: Path, settings: options.Settings, namespace: str | None = None
+    *, cr_file: Path, settings: Settings, namespace: str | None = None
 ) -> report_mod.Report:
     """Run the role or playbook of the CR in ``cr_file`` in check mode; what it would do."""
     obj = target_mod.read(cr_file)

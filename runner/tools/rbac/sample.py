@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runner.config import options
+from runner.config.settings import Settings
 from runner.kube import client as client_mod
 from runner.kube import config as kube_config
 from runner.kube import errors as kube_errors
@@ -26,7 +26,7 @@ from runner.tools.preview import target as target_mod
 
 
 def record_samples(
-    *, samples: list[Path], settings: options.Settings, namespace: str | None = None
+    *, samples: list[Path], settings: Settings, namespace: str | None = None
 ) -> dict[str, Any]:
     """Run each sample once; the record's snapshot (``GET /debug/rbac``'s shape)."""
     record = rbac_record.Record()
@@ -60,7 +60,7 @@ def record_samples(
 def _run_one(
     *,
     target: target_mod.Target,
-    settings: options.Settings,
+    settings: Settings,
     client: client_mod.Client,
     record: rbac_record.Record,
 ) -> None:

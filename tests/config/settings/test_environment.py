@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from runner.base import errors
-from runner.config import builder, options, sections
+from runner.config import builder, sections
+from runner.config.settings import parse_namespaces
 from runner.kube.types import GVK
 
 GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -69,4 +70,4 @@ def test_verbosity(env: dict[str, str], expected: int) -> None:
     ],
 )
 def test_watch_namespace(value: str, expected: tuple[str, ...]) -> None:
-    assert options.parse_namespaces(value) == expected
+    assert parse_namespaces(value) == expected

@@ -11,21 +11,23 @@ from pathlib import Path
 import pytest
 
 from runner.base import errors
-from runner.config import options
+from runner.config import rundir
+from runner.config.settings import Settings
 
 HOLD = """\
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from runner.config import options
-with options.claim_runner_dir(Path(sys.argv[1])) as used:
+from runner.config import rundir
+from runner.config.settings import Settings
+with rundir.claim_runner_dir(Path(sys.argv[1])) as used:
     print(used, flush=True)
     sys.stdin.read()  # hold it until the test closes our stdin
 """
 
 
 def test_the_default_is_ansible_operators() -> None:
-    assert options.Settings(watches_file=Path("w")).ansible.runner_dir == Path(
+    assert Settings(watches_file=Path("w")).ansible.runner_dir == Path(
         "/tmp/ansible-operator/runner"
     )
 
@@ -41,14 +43,14 @@ def test_a_second_process_gets_its_own_directory(tmp_path: Path) -> None:
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == str(wanted), "the first claim gets it"
-        with options.claim_runner_dir(wanted) as used:
+        with rundir.claim_runner_dir(wanted) as used:
             assert used == tmp_path / f"runner-{os.getpid()}", f"the second claim got {used}"
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(timeout=30)
     # The holder is gone, and the kernel dropped its lock with it.
-    with options.claim_runner_dir(wanted) as used:
+    with rundir.claim_runner_dir(wanted) as used:
         assert used == wanted, f"after the holder ended, a claim got {used}"
 
 
@@ -57,7 +59,7 @@ def test_a_directory_that_cannot_be_made_is_a_config_error(tmp_path: Path) -> No
     blocker.write_text("")
     with (
         pytest.raises(errors.ConfigError, match="--runner-dir"),
-        options.claim_runner_dir(blocker / "runner"),
+        rundir.claim_runner_dir(blocker / "runner"),
     ):
         pass
 
@@ -85,7 +87,7 @@ def as_nobody(path: Path) -> None:
 
 def test_a_missing_runner_dir_is_created_private(shared: Path) -> None:
     wanted = shared / "ansible-operator" / "runner"
-    with options.claim_runner_dir(wanted) as used:
+    with rundir.claim_runner_dir(wanted) as used:
         assert used == wanted
     modes = {p.name: oct(p.stat().st_mode & 0o7777) for p in (wanted.parent, wanted)}
     assert modes == {"ansible-operator": "0o700", "runner": "0o700"}, modes
@@ -136,7 +138,7 @@ def test_a_runner_dir_others_could_have_planted_is_refused(
     wanted = shared / "ansible-operator" / "runner"
     wanted.parent.mkdir(mode=0o700)
     plant(wanted)
-    with pytest.raises(errors.ConfigError) as raised, options.claim_runner_dir(wanted):
+    with pytest.raises(errors.ConfigError) as raised, rundir.claim_runner_dir(wanted):
         pass
     message = str(raised.value)
     assert "--runner-dir" in message and problem in message, message

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.base import connections, http1, listener
+from runner.base.http import connections, http1, listener
 from runner.operations import access, health
 from runner.operations.metrics import endpoint as metrics_endpoint
 from runner.operations.metrics import runtime

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.base import http1, listener
+from runner.base.http import http1, listener
 from runner.operations.metrics import endpoint, runtime
 from runner.rbac import record
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from runner.config import entry as config_entry
-from runner.config import options, sections, watches
+from runner.config import sections, watches
+from runner.config.settings import Settings
 from runner.kube.types import GVK
 from runner.tools import devloop
 from runner.tools.devloop import loop as loop_mod
@@ -73,7 +74,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project
         (source / "roles" / role / "tasks" / "main.yml").write_text(tasks(role))
     (source / "watches.yaml").write_text(entry(A, "a") + entry(B, "b"))
     monkeypatch.chdir(source)
-    base = options.Settings(
+    base = Settings(
         watches_file=Path("watches.yaml"),
         watches=tuple(watches.load(Path("watches.yaml"), base_dir=source)),
         ansible=sections.AnsibleSettings(

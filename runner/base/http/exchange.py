@@ -1,11 +1,11 @@
 """One connection's way through its requests, on a bounded listener's selector thread.
 
-:mod:`runner.base.listener` accepts connections and runs the workers; this moves
+:mod:`runner.base.http.listener` accepts connections and runs the workers; this moves
 each connection through its states without ever blocking: the TLS handshake,
-the request head (parsed by :mod:`runner.base.http1`), a worker's
+the request head (parsed by :mod:`runner.base.http.http1`), a worker's
 ``authorize`` before any byte of the body is read, the body, a worker's
 ``handle``, and the answer, then the next request on a kept-alive connection.
-Every state has its deadline (:class:`runner.base.connections.Limits`); answers
+Every state has its deadline (:class:`runner.base.http.connections.Limits`); answers
 sent before a body was read close the connection.
 """
 
@@ -17,7 +17,7 @@ import ssl
 import time
 from collections.abc import Callable
 
-from runner.base import connections, http1
+from runner.base.http import connections, http1
 
 #: What a worker does with a connection's request: None lets the body be read, else the answer.
 Work = Callable[[connections.Conn], http1.Response | None]

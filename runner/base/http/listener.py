@@ -5,12 +5,12 @@ unbounded memory by connecting and staying silent. One selector thread owns
 every connection while it handshakes (TLS), sends its request head or body, or
 receives its answer: an idle or slow connection costs a file descriptor and its
 buffers, never a thread. Only a complete request goes to a small pool of
-workers (:attr:`~runner.base.connections.Limits.workers`), first to
+workers (:attr:`~runner.base.http.connections.Limits.workers`), first to
 :attr:`App.authorize` (before any byte of the body is read), then to
 :attr:`App.handle`. A listener therefore runs 1 + ``workers`` threads whatever its
 clients do.
 
-The bounds (:class:`~runner.base.connections.Limits`):
+The bounds (:class:`~runner.base.http.connections.Limits`):
 
 - at most ``max_connections`` open. When full, a new connection evicts the
   oldest one that has not sent a complete request yet (idle and slow clients
@@ -32,9 +32,9 @@ The bounds (:class:`~runner.base.connections.Limits`):
 Answers sent before a body was read close the connection.
 
 This module accepts connections and runs the workers; the connections and
-their bounds are :mod:`runner.base.connections`'s, each connection's way
-through a request is :mod:`runner.base.exchange`'s, and the HTTP/1.1 wire
-format is :mod:`runner.base.http1`'s.
+their bounds are :mod:`runner.base.http.connections`'s, each connection's way
+through a request is :mod:`runner.base.http.exchange`'s, and the HTTP/1.1 wire
+format is :mod:`runner.base.http.http1`'s.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ import threading
 import time
 
 # Named apart: inside Server, ``connections`` is its method.
-from runner.base import connections as connections_mod
-from runner.base import exchange, http1
+from runner.base.http import connections as connections_mod
+from runner.base.http import exchange, http1
 
 log = logging.getLogger("runner.listener")
 

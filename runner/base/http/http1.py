@@ -1,6 +1,6 @@
 """HTTP/1.1 as the bounded listeners speak it: requests, answers and their wire format.
 
-:mod:`runner.base.listener` serves the probes, ``/metrics`` and the
+:mod:`runner.base.http.listener` serves the probes, ``/metrics`` and the
 custom-metrics endpoint; this holds what it exchanges with a client: the
 :class:`Request` handed to an app and the :class:`Response` it answers, how a
 request head is parsed (refused with 400, 411 or 413 when it cannot be served)

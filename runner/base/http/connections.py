@@ -1,6 +1,6 @@
 """The open connections of a bounded listener, and what each may cost.
 
-:mod:`runner.base.listener` accepts connections and :mod:`runner.base.exchange`
+:mod:`runner.base.http.listener` accepts connections and :mod:`runner.base.http.exchange`
 moves each through its request; this keeps them within :class:`Limits`: it
 registers each connection with the listener's selector for what it waits for,
 closes the ones past their deadline, and when the listener is full evicts the
@@ -17,7 +17,7 @@ import enum
 import selectors
 import socket
 
-from runner.base import http1
+from runner.base.http import http1
 
 
 @dataclasses.dataclass(frozen=True)
