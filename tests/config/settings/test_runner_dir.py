@@ -19,7 +19,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from runner.config import rundir
-from runner.config.settings import Settings
 with rundir.claim_runner_dir(Path(sys.argv[1])) as used:
     print(used, flush=True)
     sys.stdin.read()  # hold it until the test closes our stdin
