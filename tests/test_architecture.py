@@ -46,15 +46,7 @@ LONG_FUNCTIONS = {
 #: Module-level aliases of another runner module's name (``Name = module.Attr``) kept, and
 #: why. Each is a second import path; it goes when its last importer names the defining
 #: module instead.
-ALLOWED_ALIASES = {
-    "runner/config/watches.py:Watch": "runner/watch/dependents.py, runner/reconcile/"
-    "evidence.py and runner/operations/controllers.py name watches.Watch (being edited)",
-    "runner/kube/client.py:Query": "runner/watch/source.py and runner/watch/budget.py import "
-    "it from runner.kube.client (being edited)",
-    "runner/reconcile/reconciler.py:RunEnvironment": "runner/operations/controllers.py names "
-    "reconciler.RunEnvironment (being edited)",
-    "runner/watch/source.py:OnRejected": "in runner/watch/, being edited",
-}
+ALLOWED_ALIASES: dict[str, str] = {}
 #: Modules that only re-export (imports and ``__all__``), kept, and why: packages whose
 #: docstring names these as their way in.
 ALLOWED_REEXPORTS = {

@@ -2,9 +2,10 @@
 
 Read once at start-up, before anything is watched: every later stage (watch →
 queue → reconcile → ansible → status) takes its per-kind settings from the
-:class:`Watch` values built here. Mistakes raise :class:`~runner.base.errors.WatchesError`
-naming the file, the entry (counted from 1) and the field (Kubernetes field-path
-style, list items counted from 0: ``selector.matchExpressions[0].operator``).
+:class:`~runner.config.entry.Watch` values built here. Mistakes raise
+:class:`~runner.base.errors.WatchesError` naming the file, the entry (counted from 1) and
+the field (Kubernetes field-path style, list items counted from 0:
+``selector.matchExpressions[0].operator``).
 
 The format is operator-sdk's (``internal/ansible/watches/watches.go``), so valid
 files load unchanged; relative ``role`` and ``playbook`` paths resolve against
@@ -38,11 +39,6 @@ from runner.base import errors
 from runner.config import admission, document, entry, fields, lookup, selector
 from runner.kube import types as kube
 
-# An alias of runner.config.entry.Watch, kept (allow-listed in tests/test_architecture.py)
-# while runner/watch/dependents.py, runner/reconcile/evidence.py and
-# runner/operations/controllers.py name it here; everything else names runner.config.entry.
-Watch = entry.Watch
-
 __all__ = ["load"]
 
 _KEYS = (
@@ -66,7 +62,7 @@ def load(
     roles_path: Sequence[str] = (),
     collections_path: Sequence[str] = (),
     base_dir: Path | None = None,
-) -> list[Watch]:
+) -> list[entry.Watch]:
     """Read and check a watches.yaml, resolving roles and playbooks on disk.
 
     ``environ`` (default ``os.environ``) fills ``${VAR}`` and ``$VAR`` before
@@ -83,7 +79,7 @@ def load(
     if not isinstance(data, list):
         problem = f"expected a YAML list of watches, saw {fields.describe(data)}"
         raise errors.WatchesError(path=str(path), entry=None, field=None, problem=problem)
-    watches: list[Watch] = []
+    watches: list[entry.Watch] = []
     first: dict[kube.GVK, int] = {}
     for number, raw in enumerate(data, start=1):
         where = fields.Where(path=path, entry=number)

@@ -21,10 +21,6 @@ from runner.kube.types import GVK, KubeObject, Resource, WatchEvent
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
-# An alias of runner.kube.transport.Query, kept (allow-listed in tests/test_architecture.py)
-# while runner/watch/source.py and runner/watch/budget.py import it from here.
-Query = transport.Query
-
 
 class Client:
     """A Kubernetes API client. ``request_count`` counts calls, for benchmarks."""
@@ -47,7 +43,7 @@ class Client:
         method: str,
         path: str,
         *,
-        query: Query | None = None,
+        query: transport.Query | None = None,
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
@@ -77,7 +73,7 @@ class Client:
         *,
         body: Any,
         content_type: str | None = None,
-        query: Query | None = None,
+        query: transport.Query | None = None,
     ) -> None:
         """Send one request and discard the answer: for writes whose answer could not be
         decoded (the object it echoes may be the reason for the write)."""
@@ -86,7 +82,7 @@ class Client:
         )
         transport.raise_for_status(response, method=method, path=path)
 
-    def list_objects(self, path: str, *, query: Query | None = None) -> decode.Listing:
+    def list_objects(self, path: str, *, query: transport.Query | None = None) -> decode.Listing:
         """LIST ``path``; items that cannot be decoded come back apart, not as an error."""
         response = self._transport.send(
             "GET", path, query=query, body=None, content_type=None, timeout=None
@@ -98,7 +94,7 @@ class Client:
             raise decode.DecodeError(f"GET {path}: {exc}") from exc
 
     def stream(
-        self, path: str, *, query: Query, read_timeout: float
+        self, path: str, *, query: transport.Query, read_timeout: float
     ) -> Iterator[WatchEvent | decode.Rejected]:
         """Yield watch events from ``path`` until the server closes the stream.
 
@@ -164,7 +160,7 @@ class Client:
         return obj
 
     def list(
-        self, gvk: GVK, *, namespace: str | None = None, query: Query | None = None
+        self, gvk: GVK, *, namespace: str | None = None, query: transport.Query | None = None
     ) -> KubeObject:
         res = self.resource(gvk)
         obj: KubeObject = self.request("GET", res.path(namespace=namespace), query=query)
@@ -191,7 +187,7 @@ class Client:
         body: Any,
         content_type: str = MERGE_PATCH,
         subresource: str = "",
-        query: Query | None = None,
+        query: transport.Query | None = None,
     ) -> KubeObject:
         res = self.resource(gvk)
         path = res.path(namespace=namespace, name=name, subresource=subresource)

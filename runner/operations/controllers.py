@@ -18,8 +18,8 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
-from runner.ansible import launch
-from runner.config import sections, watches
+from runner.ansible import launch, plan
+from runner.config import entry, sections
 from runner.kube import client as client_mod
 from runner.kube.types import GVK, ObjectKey, object_key
 from runner.operations import health, metrics, sharding
@@ -33,7 +33,7 @@ from runner.watch import dependents
 _TAKEOVER = trigger.Trigger(trigger.Kind.TAKEOVER, "shard moved to this replica")
 
 
-def _event_filters(watch: watches.Watch) -> tuple[object, ...]:
+def _event_filters(watch: entry.Watch) -> tuple[object, ...]:
     """What a watch's informers and predicates were built from."""
     return (
         watch.selector,
@@ -51,7 +51,7 @@ class RunParts:
     """What the runs of every watch share: how Ansible is started and where it talks."""
 
     runner: launch.AnsibleRunner
-    environment: reconciler.RunEnvironment  # the owner-injecting proxy, or a kubeconfig
+    environment: plan.Environment  # the owner-injecting proxy, or a kubeconfig
     run_env: Mapping[str, str]  # on top of each run's kubeconfig (custom metrics' URL)
     events: recorder.Recorder
     rbac: rbac_record.Record
@@ -82,11 +82,11 @@ class Controllers:
         self._spread = spread
         self.by_kind: dict[GVK, controller_mod.Controller] = {}
 
-    def add(self, watch: watches.Watch, *, cache: reconciler.Cache) -> controller_mod.Controller:
+    def add(self, watch: entry.Watch, *, cache: reconciler.Cache) -> controller_mod.Controller:
         """The controller of ``watch``, reading its kind from ``cache``."""
         runs = self._runs
 
-        def current() -> watches.Watch:
+        def current() -> entry.Watch:
             return one_kind.watch  # replaced in place when watches.yaml is reloaded
 
         # What the restart spread compares: this watch's inputs, digested when a run starts.
@@ -166,7 +166,7 @@ class Controllers:
             ctrl.queue.add(key, why=trigger.Trigger(trigger.Kind.DEV_EDIT, "role or playbook"))
         return len(keys)
 
-    def replace_watches(self, loaded: Sequence[watches.Watch]) -> bool:
+    def replace_watches(self, loaded: Sequence[entry.Watch]) -> bool:
         """Take edited watches in place: the same kinds with other roles, vars, periods,
         finalizers or blacklists. False when kinds were added or removed, or when what
         the informers filter or watch changed: only a new start applies that."""

@@ -12,7 +12,7 @@ module digests the rest, each part on its own so that a log can say which one mo
   found elsewhere (``roles_path``, installed collections), which an image change covers
   through ``runtime`` only if it also changes the runtime or ansible-core.
 - ``watch``: the watches.yaml entry with its defaults filled in
-  (:class:`runner.config.watches.Watch`), its ``vars`` and its finalizer's included.
+  (:class:`runner.config.entry.Watch`), its ``vars`` and its finalizer's included.
 - ``runtime``: this runtime's version, ansible-core's and Python's, and a digest of the
   installed ``runner`` package's files. That is what stands for "the image": a new image
   ships another runtime or another Ansible, and a rebuilt one with edited runtime files
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import runner
-from runner.config import watches
+from runner.config import entry
 
 #: More files than this under a role's or playbook's directory: no digest, no deferral.
 MAX_FILES = 2000
@@ -59,7 +59,7 @@ class Inputs:
 
     def __init__(
         self,
-        watch: Callable[[], watches.Watch],
+        watch: Callable[[], entry.Watch],
         *,
         runtime: Callable[[], str | None] | None = None,
     ) -> None:
@@ -77,7 +77,7 @@ class Inputs:
             return None
         return {"content": content, "watch": watch_digest(watch), "runtime": runtime}
 
-    def _content(self, watch: watches.Watch) -> str | None:
+    def _content(self, watch: entry.Watch) -> str | None:
         if watch.role is not None:
             root = watch.role.path
         elif watch.playbook is not None:
@@ -115,7 +115,7 @@ class Inputs:
         return "sha256:" + total.hexdigest()
 
 
-def watch_digest(watch: watches.Watch) -> str:
+def watch_digest(watch: entry.Watch) -> str:
     """The watches.yaml entry's settings, vars and finalizer included."""
     text = json.dumps(_canonical(watch), sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

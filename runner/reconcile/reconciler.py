@@ -83,7 +83,6 @@ class ReconcileFailed(errors.ReconcileError):
 #: :class:`StaticEnvironment`, the operator's own kubeconfig.
 #: An alias of :data:`runner.ansible.plan.Environment`, kept (an allow-listed alias in
 #: tests/test_architecture.py) while runner/operations/controllers.py names it here.
-RunEnvironment = plan.Environment
 
 
 class StaticEnvironment:

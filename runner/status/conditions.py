@@ -49,7 +49,8 @@ from typing import Any, Protocol
 
 from runner.base import errors
 from runner.kube import errors as kube_errors
-from runner.kube.client import APPLY_PATCH, Query
+from runner.kube.client import APPLY_PATCH
+from runner.kube.transport import Query
 from runner.kube.types import GVK, KubeObject, content
 
 #: The field manager of status writes when the operator names none (runner.config's

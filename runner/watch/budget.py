@@ -42,7 +42,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from runner.kube import decode
-from runner.kube.client import Client, Query
+from runner.kube.client import Client
+from runner.kube.transport import Query
 from runner.kube.types import GVK, KubeObject
 from runner.proxy import ownership
 

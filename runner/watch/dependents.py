@@ -29,7 +29,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from runner.config import watches
+from runner.config import entry
 from runner.kube.client import Client
 from runner.kube.types import GVK, KubeObject, ObjectKey, Resource, make_key
 from runner.proxy import ownership
@@ -48,7 +48,7 @@ class DependentWatches:
         client: Client,
         namespaces: tuple[str, ...],
         stop: threading.Event,
-        watches_by_gvk: dict[GVK, watches.Watch],
+        watches_by_gvk: dict[GVK, entry.Watch],
         enqueue_for: dict[GVK, Enqueue],
         owner_namespaced: dict[GVK, bool],
         is_own_write: Callable[[KubeObject], bool] = lambda obj: False,

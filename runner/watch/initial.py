@@ -24,7 +24,8 @@ from collections.abc import Iterator
 
 from runner.kube import decode
 from runner.kube import errors as kube_errors
-from runner.kube.client import Client, Query
+from runner.kube.client import Client
+from runner.kube.transport import Query
 from runner.kube.types import KubeObject
 from runner.watch import budget
 

@@ -41,14 +41,13 @@ from collections.abc import Callable, Iterator
 
 from runner.kube import decode
 from runner.kube import errors as kube_errors
-from runner.kube.client import Client, Query
+from runner.kube.client import Client
+from runner.kube.transport import Query
 from runner.kube.types import KubeObject, ObjectKey, Resource, WatchEvent, object_key
 from runner.watch import budget, initial, skips, store, strings
 from runner.watch.predicate import Event, EventType
 
 Handler = Callable[[Event], None]
-#: Told of each new version of an object that could not be decoded (not of deletions).
-OnRejected = skips.OnRejected
 
 WATCH_TIMEOUT_SECONDS = 300  # server closes the stream after this; we resume from rv
 BACKOFF_START = 0.2
@@ -72,7 +71,7 @@ class Informer:
         handler: Handler,
         log: logging.Logger | logging.LoggerAdapter[logging.Logger],
         label_selector: str = "",
-        on_rejected: OnRejected | None = None,
+        on_rejected: skips.OnRejected | None = None,
         transform: budget.Transform | None = None,
     ) -> None:
         self.client = client

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from runner.config import watches
+from runner.config import entry, watches
 from runner.kube.types import GVK, KubeObject
 from runner.reconcile import evidence, startup
 
@@ -56,7 +56,7 @@ class Project:
             "- version: v1\n  group: example.com\n  kind: Echo\n  role: echo\n" + extra
         )
 
-    def watch(self) -> watches.Watch:
+    def watch(self) -> entry.Watch:
         return watches.load(self.root / "watches.yaml", environ={}, base_dir=self.root)[0]
 
     def inputs(self) -> startup.Current:

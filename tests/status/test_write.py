@@ -12,7 +12,8 @@ import pytest
 
 from runner.base import errors
 from runner.kube import errors as kube_errors
-from runner.kube.client import APPLY_PATCH, MERGE_PATCH, Client, Query
+from runner.kube.client import APPLY_PATCH, MERGE_PATCH, Client
+from runner.kube.transport import Query
 from runner.kube.types import GVK, KubeObject
 from runner.status import conditions
 from runner.status.conditions import Condition
