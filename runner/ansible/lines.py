@@ -135,7 +135,10 @@ def _distribution(name: str) -> str:
 
 
 def _collection_roots(collections_path: Sequence[str]) -> list[Path]:
-    configured = collections_path or ("~/.ansible/collections", "/usr/share/ansible/collections")
+    # Late: hack/venv.py loads this file alone, with the standard library only.
+    from runner.config import lookup  # noqa: PLC0415
+
+    configured = collections_path or lookup.DEFAULT_COLLECTIONS_PATH
     roots = [Path(entry).expanduser() / "ansible_collections" for entry in configured]
     roots += [Path(entry) / "ansible_collections" for entry in sys.path if entry]
     return roots

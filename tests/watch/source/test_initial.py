@@ -8,17 +8,14 @@ real kinds from the embedded cluster's API server this way.
 from __future__ import annotations
 
 import json
-import logging
 import threading
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from runner.kube.types import ObjectKey
-from runner.watch import budget, source
+from runner.watch import budget
 from testkit.helpers import wait_for
-from tests.watch.source.stub_api import PROBE, StubApi
+from tests.watch.source.conftest import RunInformer
+from tests.watch.source.stub_api import StubApi
 
 
 def obj(name: str, rv: str) -> dict[str, Any]:
@@ -55,34 +52,15 @@ class Seen:
             self.names.append(str(event.obj["metadata"]["name"]))
 
 
-@pytest.fixture
-def informer_on() -> Iterator[Any]:
-    stop = threading.Event()
-
-    def start(api: StubApi, seen: Seen) -> source.Informer:
-        informer = source.Informer(
-            client=api.client(),
-            resource=PROBE,
-            namespace="ns",
-            handler=seen,
-            log=logging.getLogger("tests.watch.initial"),
-        )
-        threading.Thread(target=informer.run, args=(stop,), daemon=True).start()
-        return informer
-
-    yield start
-    stop.set()
-
-
 def test_a_streamed_list_fills_the_store_and_the_watch_goes_on_from_its_bookmark(
-    informer_on: Any,
+    run_informer: RunInformer,
 ) -> None:
     initial = [line("ADDED", obj("a", "5")), line("ADDED", obj("b", "6")), end_bookmark("10")]
     with StubApi(
         list_body=listing(rv="1"), watches={"10": [line("ADDED", obj("c", "11"))]}, initial=initial
     ) as api:
         seen = Seen()
-        informer = informer_on(api, seen)
+        informer = run_informer(api, seen)
         wait_for(informer.synced.is_set, describe="the informer to sync", timeout=5)
         wait_for(lambda: seen.names, until=lambda n: "c" in n, describe="c after the list")
         assert seen.names == ["a", "b", "c"], f"handler saw {seen.names}"
@@ -93,24 +71,24 @@ def test_a_streamed_list_fills_the_store_and_the_watch_goes_on_from_its_bookmark
         )
 
 
-def test_a_server_that_refuses_streamed_lists_is_read_in_pages(informer_on: Any) -> None:
+def test_a_server_that_refuses_streamed_lists_is_read_in_pages(run_informer: RunInformer) -> None:
     body = listing(obj("a", "5"), rv="10")
     with StubApi(list_body=body, watches={"10": [line("ADDED", obj("b", "11"))]}) as api:
         seen = Seen()
-        informer = informer_on(api, seen)
+        informer = run_informer(api, seen)
         wait_for(lambda: seen.names, until=lambda n: "b" in n, describe="b after the list")
         assert seen.names == ["a", "b"], f"handler saw {seen.names}"
         assert api.lists == 1, f"expected the LIST after the refused stream, saw {api.lists}"
         assert informer.synced.is_set()
 
 
-def test_a_stream_that_ends_half_read_starts_over_in_pages(informer_on: Any) -> None:
+def test_a_stream_that_ends_half_read_starts_over_in_pages(run_informer: RunInformer) -> None:
     """More than a batch arrived, then no end bookmark: what was read is not a list."""
     streamed = [line("ADDED", obj(f"s{i}", str(100 + i))) for i in range(budget.PAGE + 1)]
     body = listing(obj("a", "5"), rv="10")
     with StubApi(list_body=body, watches={"10": []}, initial=streamed) as api:
         seen = Seen()
-        informer = informer_on(api, seen)
+        informer = run_informer(api, seen)
         wait_for(informer.synced.is_set, describe="the informer to sync", timeout=10)
         assert api.streamed_lists == 1 and api.lists == 1, (
             f"expected one streamed list, then one LIST; saw {api.streamed_lists} and {api.lists}"

@@ -10,17 +10,15 @@ past the bad object, and the bad one is named once.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from runner.watch import source
 from runner.watch.predicate import Event
 from testkit.helpers import wait_for
-from tests.watch.source.stub_api import PROBE, StubApi
+from tests.watch.source.conftest import RunInformer
+from tests.watch.source.stub_api import StubApi
 
 DEPTHS = [pytest.param(1000, id="1000-deep"), pytest.param(10000, id="10000-deep")]
 
@@ -59,29 +57,6 @@ class Seen:
 
     def names(self) -> list[str]:
         return [name for _, name in self.events]
-
-
-RunInformer = Callable[..., source.Informer]
-
-
-@pytest.fixture
-def run_informer() -> Iterator[RunInformer]:
-    stop = threading.Event()
-
-    def run(api: StubApi, handler: Seen, **kwargs: Any) -> source.Informer:
-        informer = source.Informer(
-            client=api.client(),
-            resource=PROBE,
-            namespace="ns",
-            handler=handler,
-            log=logging.getLogger("tests.watch.source"),
-            **kwargs,
-        )
-        threading.Thread(target=informer.run, args=(stop,), daemon=True).start()
-        return informer
-
-    yield run
-    stop.set()
 
 
 @pytest.mark.parametrize("levels", DEPTHS)
