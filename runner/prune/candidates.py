@@ -39,8 +39,10 @@ class Ref:
 
 def wanted(cr: KubeObject) -> bool:
     """Whether the CR lets its children be pruned (the annotation is not ``"false"``)."""
-    notes = (cr.get("metadata") or {}).get("annotations") or {}
-    return str(notes.get(ANNOTATION, "")).strip().lower() != "false"
+    meta = cr.get("metadata")
+    notes = meta.get("annotations") if isinstance(meta, dict) else None
+    value = notes.get(ANNOTATION) if isinstance(notes, dict) else None
+    return value is None or str(value).strip().lower() != "false"
 
 
 def owned_by(child: KubeObject, *, uid: str) -> bool:
