@@ -3,7 +3,11 @@
 Serves GET on any path: without ``watch=true`` the LIST body; with it, the lines
 scripted for the requested resourceVersion, each as one HTTP chunk as the API
 server sends them, then holds the stream open until the test ends (as a quiet
-watch does), so an informer that is not broken never reconnects. A streamed list
+watch does), so an informer that is not broken never reconnects. A held stream
+says nothing more, as over a connection that died silently, unless
+``bookmark_every`` makes it send a BOOKMARK that often, as a quiet watch on the
+API server does; ``rewatches`` scripts a second watch from a resourceVersion
+already watched (default: the same lines again). A streamed list
 (``sendInitialEvents=true``) is refused with 422, as by an API server without the
 WatchList feature, so informers read the LIST body; ``initial`` scripts the lines
 of a streamed list instead.
@@ -11,6 +15,7 @@ of a streamed list instead.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,10 +41,15 @@ class StubApi:
         list_body: bytes,
         watches: dict[str, list[bytes]],
         initial: list[bytes] | None = None,
+        rewatches: dict[str, list[bytes]] | None = None,
+        bookmark_every: float | None = None,
     ) -> None:
         self.list_body = list_body
         self.watches = watches
         self.initial = initial
+        self.rewatches = rewatches or {}
+        self.bookmark_every = bookmark_every
+        self.bookmarks_sent = 0  # BOOKMARK lines sent on held streams, every stream together
         self.streamed_lists = 0
         self.lists = 0
         self.watch_versions: list[str] = []  # resourceVersion of each watch request, in order
@@ -84,16 +94,40 @@ class StubApi:
                     return
                 rv = query.get("resourceVersion", [""])[0]
                 with stub._lock:
+                    again = rv in stub.watch_versions
                     stub.watch_versions.append(rv)
+                lines = stub.watches.get(rv, [])
+                if again:
+                    lines = stub.rewatches.get(rv, lines)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for line in stub.watches.get(rv, []):
+                for line in lines:
                     self._chunk(line + b"\n")
                 stub.sent_at[rv] = time.monotonic()
-                stub._release.wait(30)
-                self._chunk(b"")
+                self._hold(rv)
+
+            def _hold(self, rv: str) -> None:
+                """Keep a watch open until the test ends (at most 30 s), silent or bookmarking."""
+                deadline = time.monotonic() + 30
+                mark = json.dumps(
+                    {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": rv}}}
+                ).encode()
+                try:
+                    while time.monotonic() < deadline:
+                        every = stub.bookmark_every
+                        if stub._release.wait(
+                            deadline - time.monotonic() if every is None else every
+                        ):
+                            break
+                        if every is not None:
+                            self._chunk(mark + b"\n")
+                            with stub._lock:
+                                stub.bookmarks_sent += 1
+                    self._chunk(b"")
+                except OSError:
+                    return  # the client hung up: it took the silence for a dead connection
 
             def _initial(self) -> None:
                 if stub.initial is None:
