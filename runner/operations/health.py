@@ -30,7 +30,7 @@ from typing import Protocol
 from runner.base import errors
 from runner.base.http import http1, listener
 from runner.operations import peers
-from runner.watch import source
+from runner.watch import source, stream
 
 log = logging.getLogger("runner.health")
 
@@ -39,8 +39,8 @@ Check = Callable[[], bool]
 Live = Callable[[], str | None]
 
 #: An informer that showed no sign of life for this long is stopped. A healthy one
-#: shows some at least every WATCH_TIMEOUT_SECONDS (the server ends each watch then).
-STALL_AFTER = 2.0 * source.WATCH_TIMEOUT_SECONDS
+#: shows some at least every stream.TIMEOUT_SECONDS (the server ends each watch then).
+STALL_AFTER = 2.0 * stream.TIMEOUT_SECONDS
 
 
 def parse_bind(address: str, *, default_host: str = "0.0.0.0") -> tuple[str, int] | None:

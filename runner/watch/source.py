@@ -4,7 +4,7 @@ An :class:`Informer` runs in its own thread. It lists (filling its store), then
 watches from the list's resourceVersion. It resumes from the last seen
 resourceVersion when the stream ends, relists on 410 Gone, and reconnects with
 capped exponential backoff while the API server is away. A watch silent for
-longer than :data:`WATCH_SILENCE_SECONDS` (no event, no bookmark) is taken for a
+longer than :data:`stream.SILENCE_SECONDS` (no event, no bookmark) is taken for a
 dead connection and resumed the same way, at once. On every relist it
 diffs the store against the fresh list and emits the differences — including
 deletions that happened while it was disconnected — so no change is lost.
@@ -46,20 +46,11 @@ from runner.kube import errors as kube_errors
 from runner.kube.client import Client
 from runner.kube.transport import Query
 from runner.kube.types import KubeObject, ObjectKey, Resource, WatchEvent, object_key
-from runner.watch import budget, initial, skips, store, strings
+from runner.watch import budget, initial, skips, store, stream, strings
 from runner.watch.predicate import Event, EventType
 
 Handler = Callable[[Event], None]
 
-WATCH_TIMEOUT_SECONDS = 300  # server closes the stream after this; we resume from rv
-#: Silence on a watch (no line at all) after which its connection is taken for dead (a
-#: half-open TCP connection, a stuck proxy), cut and resumed from its resourceVersion. The API
-#: server sends a bookmark on a quiet watch about once a minute (kube-apiserver's watch cache:
-#: ``defaultBookmarkFrequency``), so a healthy watch is never this silent; 75 s leaves 15 s for a
-#: late bookmark, and is how long the watch cache aims to keep events
-#: (``eventFreshDuration``), so the resourceVersion resumed from is still served. A server that
-#: sends no bookmarks only costs a resume (one request, no relist) per this much quiet.
-WATCH_SILENCE_SECONDS = 75.0
 BACKOFF_START = 0.2
 BACKOFF_MAX = 10.0
 #: Consecutive transient errors retried at debug level before they are warnings (~6 s).
@@ -83,7 +74,7 @@ class Informer:
         label_selector: str = "",
         on_rejected: skips.OnRejected | None = None,
         transform: budget.Transform | None = None,
-        silence: float = WATCH_SILENCE_SECONDS,
+        silence: float = stream.SILENCE_SECONDS,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -114,10 +105,10 @@ class Informer:
         every end of a watch stream (a silent one's included) and every backoff.
         While the loop is healthy it is never older than the longest quiet watch:
         the API server sends a bookmark about once a minute, and a watch silent
-        for :data:`WATCH_SILENCE_SECONDS` is cut and resumed; a backoff (at most
+        for :data:`stream.SILENCE_SECONDS` is cut and resumed; a backoff (at most
         ``1.5 *`` :data:`BACKOFF_MAX`) bounds the rest. For a liveness check: an
-        age well past :data:`WATCH_SILENCE_SECONDS` means the thread is stuck
-        (:mod:`runner.operations.health` waits twice :data:`WATCH_TIMEOUT_SECONDS`).
+        age well past :data:`stream.SILENCE_SECONDS` means the thread is stuck
+        (:mod:`runner.operations.health` waits twice :data:`stream.TIMEOUT_SECONDS`).
         """
         return self._last_activity
 
@@ -253,43 +244,13 @@ class Informer:
         return self._strings.compact(kept, held=len(self._store) if held is None else held)
 
     def _watch(self) -> Iterator[WatchEvent | decode.Rejected]:
-        """The events of one watch from the resourceVersion held, until the server ends it
-        or it stays silent for longer than the silence bound (then it ends quietly too)."""
-        query: Query = {
-            **self._query(),
-            "resourceVersion": self._resource_version,
-            "allowWatchBookmarks": True,
-            "timeoutSeconds": WATCH_TIMEOUT_SECONDS,
-        }
+        """The events of one watch from the resourceVersion held (:mod:`stream`)."""
+        query: Query = {**self._query(), "resourceVersion": self._resource_version}
         path = self.resource.path(namespace=self.namespace)
-        # The read timeout is the silence bound: it bounds the wait for the answer's head
-        # and then for each next chunk, so a connection that died silently is noticed.
-        lines = self.client.stream(path, query=query, read_timeout=self._silence)
-        heard = time.monotonic()  # the request is sent at the first next(), just below
-        try:
-            for line in lines:
-                heard = time.monotonic()
-                if isinstance(line, decode.Rejected):
-                    yield line
-                    continue
-                kind = line.get("type")
-                obj = line.get("object") or {}
-                if kind == "ERROR":
-                    code = int(obj.get("code", 0)) or 500
-                    raise kube_errors.api_error(status=code, method="WATCH", path=path, body=obj)
-                yield {"type": str(kind), "object": obj}
-        except kube_errors.TransportError as exc:
-            silent = time.monotonic() - heard
-            if silent < self._silence:
-                raise  # broke while it was talking: the server may be away, back off
-            # Our read timeout (or a peer that gave up on the idle connection): a dead
-            # connection, not a server in trouble. End as a server-side timeout does, so the
-            # loop resumes from the resourceVersion at once: no relist, no backoff.
-            fields = {"silent_seconds": round(silent, 1), "resourceVersion": self._resource_version}
-            self._log.info(
-                "watch silent, resuming from its resourceVersion",
-                extra={**self._ident(), **fields, "error": str(exc)},
-            )
+        fields = {**self._ident(), "resourceVersion": self._resource_version}
+        return stream.events(
+            self.client, path, query=query, silence=self._silence, log=self._log, fields=fields
+        )
 
     def _apply(self, event: WatchEvent | decode.Rejected) -> None:
         if isinstance(event, decode.Rejected):

@@ -1,7 +1,7 @@
 """A watch that goes silent is taken for a dead connection and resumed; a quiet one is not.
 
 The API server sends a bookmark on a quiet watch about once a minute, so a watch that
-says nothing for longer than :data:`runner.watch.source.WATCH_SILENCE_SECONDS` has lost
+says nothing for longer than :data:`runner.watch.stream.SILENCE_SECONDS` has lost
 its connection (half-open TCP, a stuck proxy). Against the stand-in API server
 (stub_api.py), which answers a watch with its head and then says nothing more (or only
 bookmarks), with the bound shortened to :data:`SILENCE`.
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from runner.watch import source
+from runner.watch import stream
 from runner.watch.predicate import Event
 from testkit.helpers import wait_for
 from tests.watch.source.conftest import RunInformer
@@ -58,7 +58,7 @@ class Seen:
 
 
 def test_the_silence_bound_notices_a_dead_watch_within_90_seconds() -> None:
-    bound = source.WATCH_SILENCE_SECONDS
+    bound = stream.SILENCE_SECONDS
     # Above the API server's bookmark period (a minute), or every healthy watch is cut.
     assert 60 < bound <= 90, f"expected a silence bound in (60, 90] s, saw {bound}"
 
