@@ -8,8 +8,9 @@ handlers, a session of its own, death with the launcher. :func:`run` then carrie
 request out as ``__main__``: ``ansible-playbook`` with ansible-core's constants
 recomputed from the child's environment, or one AnsiballZ payload
 (:mod:`runner.warm.payload`) — each first handed, per :mod:`runner.warm.gates`,
-what earlier runs computed (:mod:`runner.warm.reuse`) and the cheaper
-equivalents of hot internals (:mod:`runner.warm.shortcut`).
+what earlier runs computed (:mod:`runner.warm.reuse`), the cheaper
+equivalents of hot internals (:mod:`runner.warm.shortcut`) and a controller that
+waits for its workers instead of polling them (:mod:`runner.warm.arrivals`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.warm import gates, payload, reuse, shortcut, tree
+from runner.warm import arrivals, gates, payload, reuse, shortcut, tree
 
 
 @dataclass
@@ -103,6 +104,8 @@ def _reuse(setup: Setup) -> None:
     on = _on(setup)
     if setup.kind == "program" and on(gates.STACK_WALK):
         _saving(shortcut.install)
+    if setup.kind == "program" and on(gates.RESULTS_WAIT):
+        _saving(arrivals.install)
     if on(gates.ROUTING):
         _saving(setup.routing.install)
     if on(gates.PLUGIN_OPTIONS):

@@ -27,6 +27,7 @@ PLUGIN_OPTIONS = "plugin options"
 TEMPLATES = "compiled templates"
 MODULE_CODE = "compiled module files"
 STACK_WALK = "deprecation stack walk"
+RESULTS_WAIT = "results waited for"
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,17 @@ REQUIREMENTS: dict[str, tuple[frozenset[str], tuple[_Needs, ...]]] = {
     STACK_WALK: (
         frozenset({"program"}),
         (_Needs("ansible.module_utils._internal._stack", "iter_stack", ()),),
+    ),
+    RESULTS_WAIT: (
+        frozenset({"program"}),
+        (
+            _Needs("ansible.constants", "DEFAULT_INTERNAL_POLL_INTERVAL"),
+            _Needs("ansible.plugins.strategy", "time.sleep"),
+            _Needs("ansible.plugins.strategy", "StrategyBase.__init__", ("self", "tqm")),
+            _Needs("ansible.plugins.strategy", "StrategyBase._wait_on_pending_results", ("self",)),
+            _Needs("ansible.plugins.strategy", "StrategyBase._process_pending_results", ("self",)),
+            _Needs("ansible.plugins.strategy", "results_thread_main", ("strategy",)),
+        ),
     ),
 }
 
