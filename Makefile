@@ -187,6 +187,10 @@ bench-restart-storm: venv cluster-up ## A runner restarted with N settled Memcac
 bench-cache-budget: venv cluster-up ## Runner memory with and without 25k unowned ConfigMaps and Secrets (BENCH_ARGS="--old DIR" compares with other code).
 	$(PY) -m bench.cache_budget $(BENCH_ARGS)
 
+.PHONY: bench-initial-list
+bench-initial-list: venv cluster-up ## Runner memory while an informer reads 20k objects: streamed (WatchList), LIST pages, one whole LIST (BENCH_ARGS=--help).
+	$(PY) -m bench.initial_list $(BENCH_ARGS)
+
 .PHONY: bench-compare
 bench-compare: venv cluster-up ## Side by side with operator-sdk's Go ansible-operator v1.31 (builds it into bin/).
 	hack/ansible-operator/build.sh

@@ -3,8 +3,8 @@
 Entry points, each ``python -m bench.<name>`` with ``--help`` (the Makefile's ``bench*``
 and ``chaos`` targets): ``reconcile`` (``make bench``: cold vs warm Ansible), ``compare``
 (side by side with operator-sdk's Go ansible-operator), ``memcached_scale``,
-``sharding``, ``webhook``, ``scale_soak``, ``restart_storm``, ``cache_budget``, and the
-package ``chaos`` (``make chaos``).
+``sharding``, ``webhook``, ``scale_soak``, ``restart_storm``, ``cache_budget``,
+``initial_list`` (``make bench-initial-list``), and the package ``chaos`` (``make chaos``).
 
 What they share, one topic per module: ``embedded`` (the cluster: connecting, namespaces,
 room for Services), ``workloads`` (the kinds and roles benchmarked), ``convergence``

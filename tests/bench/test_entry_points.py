@@ -21,6 +21,7 @@ ENTRY_POINTS = (
     "bench.chaos.__main__",
     "bench.compare",
     "bench.memcached_scale",
+    "bench.initial_list",
     "bench.reconcile",
     "bench.restart_storm",
     "bench.scale_soak",
