@@ -4,7 +4,8 @@
         [--memcached-latency-runs 6] [--burst 50] [--memcached-burst 20] [--floor-runs 5]
         [--json FILE]
 
-For each workload (``bench/workloads.py``: the one-task role, and ``roles/memcached``),
+For each workload (``bench/workloads.py``: the one-task role, the 50-task role
+(``--workloads fifty-tasks``, not run by default) and ``roles/memcached``),
 two runners run at once, each in its own namespace with 2 workers: one with
 ``--warm=false`` (every ansible-playbook and module started cold) and one with
 ``--warm=true`` (forked from pre-imported launchers). After warm-up runs (the
@@ -418,14 +419,14 @@ def main() -> int:
     bursts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         for label in args.workloads.split(","):
-            if label == "one-task":
-                workload = workloads.one_task()
+            if label in ("one-task", "fifty-tasks"):
+                workload = workloads.one_task() if label == "one-task" else workloads.fifty_tasks()
                 runs, burst = args.latency_runs, args.burst
             elif label == "memcached":
                 workload = workloads.memcached(Path(tmp))
                 runs, burst = args.memcached_latency_runs, args.memcached_burst
             else:
-                parser.error(f"unknown workload {label!r} (one-task, memcached)")
+                parser.error(f"unknown workload {label!r} (one-task, fifty-tasks, memcached)")
             workload.install(client)
             if workload.ready is not None:
                 needed = 2 * (burst + runs) + 6  # a pod per CR of both modes, warm-ups

@@ -2,6 +2,9 @@
 
 - ``one-task``: a ``Bench`` kind whose role is one ``kubernetes.core.k8s`` task
   (``bench/roles/bench``);
+- ``fifty-tasks``: a ``BenchFifty`` kind whose role is that task and 49 more of the
+  kinds real operators' roles are mostly made of (``bench/roles/bench50``): the
+  per-task cost of a run is the difference to ``one-task``, divided by 49;
 - ``memcached``: this repository's ``roles/memcached`` with the CRD from
   ``config/crd/bases``, both copied under a private API group
   (``cache.bench.example.com``) so that tests installing or deleting the real
@@ -137,6 +140,21 @@ def one_task() -> Workload:
         role="bench",
         spec={"value": 0},
         var_prefix="_bench_playbook_operator_dev_bench",
+    )
+
+
+def fifty_tasks() -> Workload:
+    """The ``BenchFifty`` kind and its 50-task role (``bench/roles/bench50``): the one-task
+    role's task and 49 more, skipped ``kubernetes.core`` tasks, facts and checks."""
+    gvk = GVK(BENCH_GROUP, "v1", "BenchFifty")
+    return Workload(
+        label="fifty-tasks",
+        gvk=gvk,
+        crd=open_crd(gvk, plural="benchfifties"),
+        roles_dir=HERE / "roles",
+        role="bench50",
+        spec={"value": 0},
+        var_prefix="_bench_playbook_operator_dev_benchfifty",
     )
 
 
