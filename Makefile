@@ -192,7 +192,10 @@ bench-initial-list: venv cluster-up ## Runner memory while an informer reads 20k
 	$(PY) -m bench.initial_list $(BENCH_ARGS)
 
 .PHONY: bench-compare
-bench-compare: venv cluster-up ## Side by side with operator-sdk's Go ansible-operator v1.31 (builds it into bin/).
+# --write-doc: the run rewrites docs/performance.md's side-by-side table (between its
+# bench-compare markers); any other BENCH_ARGS leaves the doc alone unless it has it too.
+bench-compare: BENCH_ARGS ?= --write-doc
+bench-compare: venv cluster-up ## Side by side with operator-sdk's Go ansible-operator v1.31 (builds it into bin/), writes docs/performance.md's table (BENCH_ARGS=--help).
 	hack/ansible-operator/build.sh
 	$(PY) bench/compare.py $(BENCH_ARGS)
 

@@ -2,7 +2,8 @@
 
     hack/ansible-operator/build.sh      # bin/ansible-operator, .venv-ansible-operator/
     .venv/bin/python -m bench.compare [--latency-runs 8] [--burst 50] [--no-cold]
-        [--memcached-latency-runs 4] [--idle-seconds 20] [--json FILE]
+        [--memcached-latency-runs 4] [--idle-seconds 20] [--no-idle-release]
+        [--restart-crs 300] [--json FILE] [--write-doc [--doc FILE]]
 
 The same scenarios on each runtime, each in its own namespace, 2 workers,
 ``ANSIBLE_GATHERING=explicit``, the same Ansible packages (the build script gives
@@ -20,18 +21,31 @@ Scenarios, one-task role (``bench/workloads.py``):
 2. N CRs created at once → all Successful, one runtime at a time;
 3. 20 spec patches to one CR within about a second → Ansible runs until the
    role has applied the last value;
-4. idle: CPU of the process tree over a quiet period with every CR above in
+4. idle: CPU of the process tree over ``--idle-seconds`` with every CR above in
    place, runs in it (expected 0), RSS of the runtime (ours: runner + warm
-   launchers) and of its whole process tree;
-5. a new CR behind a restart backlog: the runtime is restarted with every CR
-   above in place (each is reconciled again at start); once the backlog has
-   started, a new CR is created → its Successful; then until the backlog drained.
+   launchers) and of its whole process tree; then RSS of the runtime again once
+   our launchers' idle release (the runner's default ``--warm-launcher-idle-seconds``)
+   has passed: when every warm launcher has exited, or that default plus 30 s
+   after the runs stopped (``--no-idle-release`` skips this wait; so does a runner
+   without that setting);
+5. a new CR behind a restart backlog: the namespace is topped up to
+   ``--restart-crs`` CRs (created while the runtime runs, until all Successful),
+   then the runtime is restarted with them in place (each is reconciled again at
+   start; ours spreads the unchanged ones over ``--startup-resync-window``); once
+   the backlog has started, a new CR is created → its Successful; then until every
+   CR of the backlog ran again and the runs stopped for 5 s.
 
 And with the Memcached role (``roles/memcached`` calling ``operator_sdk.util`` modules,
 as a role written for ansible-operator does): CR → its pods Running as the role
 reports in status, CPU per run, runs per new CR. (Not CR → Successful: the role asks
 for ``requeue_after`` while pods start, and ansible-operator sets Successful only
 after a run that did not, ours after every run that succeeded.)
+
+``--write-doc`` (``make bench-compare``'s default ``BENCH_ARGS``): at the end of the run,
+the table and the paragraph above it (date, commit, load average range, versions,
+arguments) replace what lies between ``<!-- bench-compare:begin -->`` and
+``<!-- bench-compare:end -->`` in ``--doc`` (docs/performance.md); checked before
+the run starts.
 
 ansible-operator hard-codes ports 8888 and 5050 and /tmp/ansible-operator: run
 this alone (it checks the ports; the artifacts go to a private mount when it
@@ -54,12 +68,15 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import accounting, convergence, embedded, runtimes, tables, workloads
+from bench import accounting, convergence, doc_tables, embedded, runtimes, tables, workloads
 from runner.kube import client as kube_client
 from runner.kube import errors as kube_errors
 
 GO = "ansible-operator"
-MiB = 1024 * 1024
+#: After the launchers' idle release, how long a launcher may still take to exit.
+RELEASE_GRACE = 30.0
+#: Where ``--write-doc`` puts the table in ``--doc``.
+MARKERS = doc_tables.Markers("bench-compare")
 
 
 @dataclass
@@ -206,6 +223,7 @@ class Bench:
                 busy = accounting.machine_busy(ticks)
             done = convergence.settle(runtime.runs) - runs0
             contender.figures.update(
+                burst_crs=count,
                 burst_s=took,
                 burst_machine_busy=busy,
                 burst_cpu_per_run_s=(runtimes.cpu(runtime) - cpu0) / max(done, 1),
@@ -232,8 +250,11 @@ class Bench:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{contender.name}: value {count} never applied")
                 time.sleep(0.2)
-            contender.figures["runs_for_patches"] = convergence.settle(runtime.runs) - runs0
-            contender.figures["patches_window_s"] = window
+            contender.figures.update(
+                patches=count,
+                patches_window_s=window,
+                runs_for_patches=convergence.settle(runtime.runs) - runs0,
+            )
 
     def _applied(self, contender: Contender, name: str) -> str | None:
         try:
@@ -244,36 +265,90 @@ class Bench:
             return None
         return str((found.get("data") or {}).get("value"))
 
-    def idle(self, seconds: float) -> None:
+    def count(self, contender: Contender) -> int:
+        """CRs of the workload in the contender's namespace."""
+        listed = self.client.list(self.workload.gvk, namespace=contender.namespace)
+        return len(listed.get("items", []))
+
+    def idle(self, seconds: float, *, release: float | None) -> None:
+        """Quiet for ``seconds``: CPU, runs, RSS; with ``release`` (the launchers' idle
+        release, s), RSS again once it has passed."""
         for contender in self.contenders:
             convergence.settle(contender.rt.runs)
+        quiet_since = time.monotonic()
         before = {c.name: (runtimes.cpu(c.rt), c.rt.runs()) for c in self.contenders}
         time.sleep(seconds)
         for contender in self.contenders:
             cpu0, runs0 = before[contender.name]
             contender.figures.update(
+                idle_s=seconds,
+                idle_crs=self.count(contender),
                 idle_cpu_percent=100 * (runtimes.cpu(contender.rt) - cpu0) / seconds,
                 idle_runs=contender.rt.runs() - runs0,
                 idle_rss_bytes=contender.rt.rss(),
                 idle_tree_rss_bytes=runtimes.tree_rss(contender.rt),
             )
+        if release is not None:
+            self._released(quiet_since, release=release)
+
+    def _released(self, quiet_since: float, *, release: float) -> None:
+        """Wait until our warm launchers exited (or ``release`` + 30 s of quiet), then RSS."""
+        print(
+            f"[{self.workload.label}] idle until the launchers' release ({release:g} s)", flush=True
+        )
+        deadline = quiet_since + release + RELEASE_GRACE
+        left = self._launchers()
+        while left and time.monotonic() < deadline:
+            time.sleep(1)
+            left = self._launchers()
+        if left:
+            print(f"[{self.workload.label}] launchers still there: {left}", flush=True)
+        after = time.monotonic() - quiet_since
+        for contender in self.contenders:
+            contender.figures.update(
+                launcher_idle_s=release,
+                released_after_s=after,
+                released_rss_bytes=contender.rt.rss(),
+                released_launchers=left.get(contender.name, 0),
+            )
+
+    def _launchers(self) -> dict[str, int]:
+        """Warm launchers still running, by runtime (ours only)."""
+        found = {
+            c.name: len(c.rt.launchers())
+            for c in self.contenders
+            if isinstance(c.rt, runtimes.Ours)
+        }
+        return {name: count for name, count in found.items() if count}
+
+    def top_up(self, count: int) -> None:
+        """Create CRs until each namespace holds ``count``, under the running runtime,
+        and wait until all are Successful and the runs stopped."""
+        for contender in self.contenders:
+            names = [f"backlog-{i}" for i in range(count - self.count(contender))]
+            if not names:
+                continue
+            print(f"[{self.workload.label}] {len(names)} more CRs: {contender.name}", flush=True)
+            for name in names:
+                self.create(contender, name)
+            contender.watcher.wait(names, timeout=900 + 5 * len(names))
+            convergence.settle(contender.rt.runs)
 
     def restart(self) -> None:
         """Restart each runtime with its CRs in place; a new CR behind the backlog."""
         for contender in self.contenders:
             print(f"[{self.workload.label}] restart backlog: {contender.name}", flush=True)
-            existing = len(
-                self.client.list(self.workload.gvk, namespace=contender.namespace).get("items", [])
-            )
+            existing = self.count(contender)
             contender.stop()
             runtime = contender.start()
             started_at = time.monotonic()
-            deadline = started_at + 300
-            while runtime.runs() < 2:  # the backlog is under way
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{contender.name}: no run after restart")
-                time.sleep(0.1)
+            if not _runs_reach(runtime, 2, timeout=300):  # the backlog is under way
+                raise TimeoutError(f"{contender.name}: no run after restart")
             new_cr = self.reconcile(contender, "after-restart")
+            # Every CR runs again (ours spreads unchanged ones over its resync window,
+            # with pauses longer than the quiet below): wait for as many runs first.
+            if not _runs_reach(runtime, existing + 1, timeout=900 + 5 * existing):
+                print(f"[{self.workload.label}] {contender.name}: fewer runs than CRs", flush=True)
             drained = convergence.settle(runtime.runs, quiet=5)
             contender.figures.update(
                 backlog_crs=existing,
@@ -283,93 +358,85 @@ class Bench:
             )
 
 
+def _runs_reach(runtime: runtimes.Runtime, count: int, *, timeout: float) -> bool:
+    """Wait until ``runtime`` finished ``count`` runs since it started; False on timeout."""
+    deadline = time.monotonic() + timeout
+    while runtime.runs() < count:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def _requeued(runtime: runtimes.Runtime) -> int:
     return runtime.requeued() if isinstance(runtime, runtimes.Ours) else 0
 
 
-def report(results: dict[str, dict[str, dict[str, Any]]], names: tuple[str, ...]) -> str:
-    ours = [n for n in names if n != GO]
-
-    def row(
-        label: str,
-        key: str,
-        fmt: Callable[[Any], str],
-        workload: str = "one-task",
-        *,
-        ratios: bool = True,
-    ) -> None:
-        figures = results.get(workload, {})
-        if not all(key in figures.get(n, {}) for n in names):
-            return
-        values = [figures[n][key] for n in names]
-        cells = [fmt(v) for v in values]
-        go = values[0]
-        plain = [tables.median(v) if isinstance(v, list) else v for v in values]
-        shown = [
-            tables.ratio(plain[i + 1], plain[0]) if go and ratios else "" for i in range(len(ours))
-        ]
-        rows.append([label, *cells, *shown])
-
-    def seconds(value: Any) -> str:
-        return tables.spread(value) if isinstance(value, list) else f"{value:.1f} s"
-
-    rows: list[list[str]] = []
-    row("one-task role: CR → Successful", "latency_s", seconds)
-    row("one-task role: CPU-s per reconcile", "cpu_per_run_s", lambda v: f"{v:.2f}")
-    row("one-task role: runs per new CR", "runs_per_new_cr", lambda v: f"{v:.2f}")
-    row("N CRs at once → all Successful", "burst_s", seconds)
-    row("CPU-s per reconcile in that burst", "burst_cpu_per_run_s", lambda v: f"{v:.2f}")
-    row(
-        "machine CPU busy in that burst (all processes)",
-        "burst_machine_busy",
-        _percent,
-        ratios=False,
-    )
-    row("process tree RSS, peak in that burst", "burst_tree_rss_peak_bytes", _mib)
-    row("runs for 20 patches within ~1 s", "runs_for_patches", str)
-    row("idle: CPU of the process tree", "idle_cpu_percent", lambda v: f"{v:.2f} %")
-    row("idle: runs", "idle_runs", str, ratios=False)
-    row("idle: RSS of the runtime (ours: runner + launchers)", "idle_rss_bytes", _mib)
-    row("idle: RSS of the whole process tree", "idle_tree_rss_bytes", _mib)
-    row("restart: CRs in the backlog", "backlog_crs", str, ratios=False)
-    row("restart: new CR behind the backlog → Successful", "backlog_new_cr_s", seconds)
-    row("restart: backlog drained after", "backlog_drained_s", seconds)
-    row("Memcached role: CR → its pods Running, in status", "latency_s", seconds, "memcached")
-    row("Memcached role: CPU-s per reconcile", "cpu_per_run_s", lambda v: f"{v:.2f}", "memcached")
-    row("Memcached role: runs per new CR", "runs_per_new_cr", lambda v: f"{v:.2f}", "memcached")
-    for name in ours:
-        asked = results.get("memcached", {}).get(name, {}).get("requeued_per_new_cr")
-        if asked is not None:
-            rows.append(
-                [f"... of them asked for by the role (requeue_after), {name}", f"{asked:.2f}"]
-            )
-    header = ["scenario", *names, *(f"{n}/{GO}" for n in ours)]
-    return tables.table(header, rows)
-
-
-def _percent(value: float) -> str:
-    return f"{100 * value:.0f} %"
-
-
-def _mib(value: float) -> str:
-    return f"{value / MiB:.0f} MiB"
-
-
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--latency-runs", type=int, default=8)
     parser.add_argument("--burst", type=int, default=50)
     parser.add_argument("--idle-seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--no-idle-release",
+        action="store_true",
+        help="no second idle RSS reading after our launchers' idle release (saves ~150 s)",
+    )
+    parser.add_argument(
+        "--restart-crs",
+        type=int,
+        default=300,
+        metavar="N",
+        help="CRs in each namespace when the runtime restarts (default 300)",
+    )
     parser.add_argument("--memcached-latency-runs", type=int, default=4, help="0 skips it")
     parser.add_argument("--no-cold", action="store_true", help="leave our cold runs out")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--write-doc",
+        action="store_true",
+        help="at the end, write the table and its paragraph between --doc's bench-compare markers",
+    )
+    parser.add_argument(
+        "--doc",
+        type=Path,
+        default=workloads.ROOT / "docs" / "performance.md",
+        help="the doc --write-doc rewrites (default docs/performance.md)",
+    )
+    args = parser.parse_args(argv)
 
     runtimes.AnsibleOperator.check()
+    if args.write_doc:
+        doc_tables.check(args.doc, markers=MARKERS)
+    release = None if args.no_idle_release else runtimes.launcher_idle_seconds()
+    if release is None and not args.no_idle_release:
+        print(
+            "no idle RSS reading after the launchers' idle release: this runner's settings"
+            " (runner/config/sections.py) have no warm_launcher_idle_seconds above 0",
+            flush=True,
+        )
     names: tuple[str, ...] = (GO, "warm") if args.no_cold else (GO, "warm", "cold")
     started = time.monotonic()
+    with doc_tables.LoadRange() as load:
+        results = run(args, names=names, release=release)
+    tables.dump(args.json, results)
+    table = doc_tables.side_by_side(results, names)
+    print()
+    print(table)
+    print(f"\n(total {time.monotonic() - started:.0f} s; load average {os.getloadavg()})")
+    if args.write_doc:
+        about = doc_tables.provenance(load=load.seen, command=command(args))
+        doc_tables.write(args.doc, f"{doc_tables.paragraph(about)}\n\n{table}", markers=MARKERS)
+        print(f"wrote the table into {args.doc}")
+    return 0
+
+
+def run(
+    args: argparse.Namespace, *, names: tuple[str, ...], release: float | None
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every scenario on every runtime; the figures by workload, then runtime."""
     cluster, client = embedded.connect()
     results: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
@@ -401,16 +468,30 @@ def main() -> int:
                     print(f"[{label}] 20 rapid patches", flush=True)
                     bench.patches()
                     print(f"[{label}] idle {args.idle_seconds:g} s", flush=True)
-                    bench.idle(args.idle_seconds)
+                    bench.idle(args.idle_seconds, release=release)
+                    bench.top_up(args.restart_crs)
                     bench.restart()
             finally:
                 bench.close()
             results[label] = {c.name: c.figures for c in bench.contenders}
-    tables.dump(args.json, results)
-    print()
-    print(report(results, names))
-    print(f"\n(total {time.monotonic() - started:.0f} s; load average {os.getloadavg()})")
-    return 0
+    return results
+
+
+def command(args: argparse.Namespace) -> str:
+    """The run's arguments as the doc shows them: every figure-changing one, defaults too."""
+    words = [
+        f"--latency-runs {args.latency_runs}",
+        f"--burst {args.burst}",
+        f"--memcached-latency-runs {args.memcached_latency_runs}",
+        f"--idle-seconds {args.idle_seconds:g}",
+        f"--restart-crs {args.restart_crs}",
+    ]
+    words += [
+        flag
+        for flag, on in (("--no-cold", args.no_cold), ("--no-idle-release", args.no_idle_release))
+        if on
+    ]
+    return " ".join(["python -m bench.compare", *words])
 
 
 if __name__ == "__main__":

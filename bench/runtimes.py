@@ -14,6 +14,7 @@ launchers; the Go process) and of its whole tree (:meth:`tree_rss`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bench import accounting, ports, workloads
+from runner.config import sections
 from testkit.harness import OperatorProcess
 
 ANSIBLE_OPERATOR = workloads.ROOT / "bin" / "ansible-operator"
@@ -55,6 +57,15 @@ class Runtime(Protocol):
     def runs(self) -> int: ...
 
     def rss(self) -> int: ...
+
+
+def launcher_idle_seconds() -> float | None:
+    """The runner's default ``--warm-launcher-idle-seconds``: how long a warm launcher
+    may sit idle before it exits. None when this runner has no such setting (older
+    code) or never releases them (0)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(sections.AnsibleSettings)}
+    seconds = defaults.get("warm_launcher_idle_seconds")
+    return float(seconds) if isinstance(seconds, int | float) and seconds > 0 else None
 
 
 def cpu(runtime: Runtime) -> float:

@@ -9,6 +9,7 @@ entry point and ask it for its help, in-process, so a split or a rename of a sha
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 
 import pytest
@@ -20,8 +21,8 @@ ENTRY_POINTS = (
     "bench.cache_budget",
     "bench.chaos.__main__",
     "bench.compare",
-    "bench.memcached_scale",
     "bench.initial_list",
+    "bench.memcached_scale",
     "bench.reconcile",
     "bench.restart_storm",
     "bench.scale_soak",
@@ -30,17 +31,38 @@ ENTRY_POINTS = (
 )
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, id=name) for name in ENTRY_POINTS])
-def test_help_exits_zero(
-    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _help(name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``python -m <name> --help`` prints, after checking that it exits 0."""
     module = importlib.import_module(name)
     monkeypatch.setattr(sys, "argv", [name, "--help"])
     with pytest.raises(SystemExit) as exited:
         module.main()
     out = capsys.readouterr().out
     assert exited.value.code == 0, f"expected {name} --help to exit 0, saw {exited.value.code}"
+    return out
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, id=name) for name in ENTRY_POINTS])
+def test_help_exits_zero(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _help(name, monkeypatch, capsys)
     assert out.startswith("usage:"), f"expected {name} --help to print its usage, saw {out!r}"
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        pytest.param(flag, id=flag)
+        for flag in ("--restart-crs", "--no-idle-release", "--write-doc", "--doc")
+    ],
+)
+def test_compare_help_lists(
+    flag: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = _help("bench.compare", monkeypatch, capsys).partition("options:")[2]
+    listed = re.search(rf"^\s+{re.escape(flag)}(\s|$)", options, re.MULTILINE)
+    assert listed, f"expected bench.compare --help to list {flag}, saw {options}"
 
 
 @pytest.mark.parametrize(
