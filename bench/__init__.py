@@ -10,5 +10,7 @@ What they share, one topic per module: ``embedded`` (the cluster: connecting, na
 room for Services), ``workloads`` (the kinds and roles benchmarked), ``convergence``
 (when objects are done, when runs stop), ``runtimes`` (the runtimes under test),
 ``accounting`` (CPU and memory from /proc, and their sampling), ``ports`` and ``tables``
-(the figures as Markdown and JSON). docs/performance.md has the method and the figures.
+(the figures as Markdown and JSON), ``doc_tables`` (``compare``'s table, written into
+docs/performance.md between its markers). docs/performance.md has the method and the
+figures.
 """
