@@ -148,15 +148,20 @@ class AnsibleRunner:
                 f"cannot prepare the Ansible run in {spec.private_data_dir}: {exc}"
             ) from exc
         artifact_dir = Path(config.artifact_dir)
-        status, rc = self._execute(
-            config,
-            tally=tally,
-            artifact_dir=artifact_dir,
-            log=log,
-            on_event=spec.on_event,
-            timeout=spec.timeout,
-            launchers=launchers,
-        )
+        try:
+            status, rc = self._execute(
+                config,
+                tally=tally,
+                artifact_dir=artifact_dir,
+                log=log,
+                on_event=spec.on_event,
+                timeout=spec.timeout,
+                launchers=launchers,
+            )
+        except BaseException:
+            if launchers is not None:
+                launchers.abandoned(artifact_dir / LAUNCHER_STATUS)
+            raise
         if launchers is not None:
             how, why = launchers.outcome(artifact_dir / LAUNCHER_STATUS)
             if how == warm.LOST and status != TIMEOUT:

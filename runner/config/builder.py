@@ -220,10 +220,24 @@ def _ansible(
             "warm_launcher_max_runs", _ANSIBLE.warm_launcher_max_runs
         ),
         warm_launcher_max_rss=read.whole("warm_launcher_max_rss", _ANSIBLE.warm_launcher_max_rss),
+        warm_launcher_idle_seconds=_idle_seconds(read, environ=environ),
         artifacts_max_bytes=read.whole(
             "max_runner_artifacts_size", sections.DEFAULT_ARTIFACTS_MAX_BYTES
         ),
     )
+
+
+def _idle_seconds(read: Flags, *, environ: Mapping[str, str]) -> int:
+    """``--warm-launcher-idle-seconds``, else its environment variable, else the default."""
+    if read.get("warm_launcher_idle_seconds") is not None:
+        return read.whole("warm_launcher_idle_seconds")
+    name = sections.WARM_LAUNCHER_IDLE_ENV
+    value = _env_int(environ, name)
+    if value is None:
+        return _ANSIBLE.warm_launcher_idle_seconds
+    if value < 0:
+        raise errors.ConfigError(f"${name}: expected a whole number >= 0, got {value}")
+    return value
 
 
 def _serving(read: Flags) -> sections.ServingSettings:

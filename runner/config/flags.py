@@ -170,6 +170,16 @@ def _ansible_flags(parser: argparse.ArgumentParser) -> None:
     )
     _flag(
         parser,
+        "--warm-launcher-idle-seconds",
+        type=flagtypes.count,
+        default=None,  # then $PLAYBOOK_OPERATOR_WARM_LAUNCHER_IDLE_SECONDS, then the default
+        metavar="SECONDS",
+        help="warm launchers that served no run for this long exit, to give their memory "
+        "back; the next run starts them again (default "
+        f"{ansible.warm_launcher_idle_seconds}, ${sections.WARM_LAUNCHER_IDLE_ENV}; 0: never)",
+    )
+    _flag(
+        parser,
         "--inject-owner-ref",
         default=reconcile.inject_owner_ref,
         help="inject owner references into created objects",

@@ -35,6 +35,8 @@ DEFAULT_RECONCILE_TIMEOUT = 3600.0
 DEFAULT_RUNNER_DIR = Path("/tmp/ansible-operator/runner")
 #: The artifacts every CR's runs leave there, at most (0: no cap beyond maxRunnerArtifacts).
 DEFAULT_ARTIFACTS_MAX_BYTES = 1 << 30
+#: Environment variable for --warm-launcher-idle-seconds when the flag is not given.
+WARM_LAUNCHER_IDLE_ENV = "PLAYBOOK_OPERATOR_WARM_LAUNCHER_IDLE_SECONDS"
 
 
 class LogEvents(Enum):
@@ -64,6 +66,8 @@ class AnsibleSettings:
     warm: bool = True  # start ansible-playbook and modules from warm launchers (runner.warm)
     warm_launcher_max_runs: int = 1000  # replace a launcher after this many runs; 0: never
     warm_launcher_max_rss: int = 512  # MiB; replace a launcher above this RSS; 0: no cap
+    #: launchers that served no run for this long exit; the next run starts them; 0: never
+    warm_launcher_idle_seconds: int = 120
     #: --max-runner-artifacts-size: the runner dir's artifacts across CRs (runner.ansible.retention)
     artifacts_max_bytes: int = DEFAULT_ARTIFACTS_MAX_BYTES
 

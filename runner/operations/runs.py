@@ -31,7 +31,9 @@ def launchers_for(
     if not ansible.warm:
         return None
     launchers = warm.Launchers(
-        max_runs=ansible.warm_launcher_max_runs, max_rss_mib=ansible.warm_launcher_max_rss
+        max_runs=ansible.warm_launcher_max_runs,
+        max_rss_mib=ansible.warm_launcher_max_rss,
+        idle_seconds=ansible.warm_launcher_idle_seconds,
     )
     registry.add(
         warm_families.LauncherCollector(

@@ -8,7 +8,8 @@ unchanged. Modules:
 
 - :mod:`runner.warm.pool` — the runtime's side: starts, restarts and stops launchers;
 - :mod:`runner.warm.spawn` — starting one launcher process, and the lifeline;
-- :mod:`runner.warm.succession` — the pool's side of replacing a launcher between runs;
+- :mod:`runner.warm.succession` — the pool's side of replacing a launcher between runs,
+  and of ending every launcher once the pool has been idle;
 - :mod:`runner.warm.zygote` — a launcher process: imports once, forks a child per start;
 - :mod:`runner.warm.sameness` — whether a request's import-time inputs are a launcher's;
 - :mod:`runner.warm.child` — what a forked child becomes, and running its program;
@@ -19,6 +20,8 @@ unchanged. Modules:
 - :mod:`runner.warm.reuse` — what a run takes over from earlier runs (module
   payloads, compiled module code, parsed metadata), only while its inputs are
   unchanged;
+- :mod:`runner.warm.arrivals` — ``ansible-playbook`` waits for its workers' results
+  instead of polling for them;
 - :mod:`runner.warm.gates` — what each of those relies on in ansible-core, checked per
   launcher: a mechanism without its ground is off, logged once with why.
 

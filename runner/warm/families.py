@@ -15,7 +15,7 @@ from runner.prometheus import registry as registry_mod
 
 class LauncherCollector:
     """Warm launchers, read at scrape time; ``recycles``: launchers replaced, by reason
-    (runs, rss)."""
+    (runs, rss), and ended after ``--warm-launcher-idle-seconds`` without a run (idle)."""
 
     def __init__(
         self,
@@ -54,7 +54,8 @@ class LauncherCollector:
         replaced = registry_mod.CounterFamily(
             "playbook_operator_warm_launcher_recycles",
             "Warm launchers replaced between runs: after --warm-launcher-max-runs "
-            "runs (runs) or above --warm-launcher-max-rss (rss).",
+            "runs (runs) or above --warm-launcher-max-rss (rss); or ended after "
+            "--warm-launcher-idle-seconds without a run (idle).",
             labels=["reason"],
         )
         for reason, count in sorted(self._recycles().items()):

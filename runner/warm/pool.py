@@ -22,6 +22,12 @@ is above ``max_rss_mib``, is replaced between runs (:mod:`runner.warm.recycle`):
 the replacement starts while the old one serves, takes over when ready, and the
 old one ends when its runs did.
 
+Idle release: once the pool had no run in flight and none started for
+``idle_seconds``, every launcher ends the way a replaced one does, without a
+replacement, to give its memory back (:class:`runner.warm.succession.IdleRelease`).
+The next run starts them again and waits for them, at most
+:data:`runner.warm.succession.RESTART_WAIT`, rather than starting cold.
+
 What :class:`Launchers` itself keeps is the bookkeeping: which launchers there
 are, what runs are handed, how runs started, and restarting a launcher that
 exited. Starting a process and its lifeline are :mod:`runner.warm.spawn`'s job,
@@ -77,9 +83,11 @@ class Launchers:
         preload: Sequence[str] = (),
         max_runs: int = 0,
         max_rss_mib: int = 0,
+        idle_seconds: float = 0,
     ) -> None:
         """``max_runs``, ``max_rss_mib``: replace a launcher after that many runs, or
-        above that resident memory (0: never)."""
+        above that resident memory (0: never). ``idle_seconds``: end every launcher once
+        the pool had no run in flight and none started for that long (0: never)."""
         self._python = python
         self._dir = Path(tempfile.mkdtemp(prefix="playbook-operator-warm-"))
         self._spawner = spawn.Spawner(python=python, preload=preload, directory=self._dir)
@@ -94,6 +102,12 @@ class Launchers:
         self._over_cap: set[str] = set()
         self.outcomes: Counter[str] = Counter()  # warm / cold / lost runs
         self.recycles: Counter[str] = self._succession.recycles  # by reason
+        self._idle = succession.IdleRelease(
+            seconds=idle_seconds,
+            lock=self._lock,
+            launchers=self._all_locked,
+            succession=self._succession,
+        )
 
     @property
     def directory(self) -> Path:
@@ -131,6 +145,10 @@ class Launchers:
             if launcher is not None:
                 launcher.runs += 1
             socket = self._ensure(launcher) if launcher is not None else self._dir / "none"
+            self._idle.started(str(status))
+            restarted = [p for p in (launcher, self._module) if p is not None and p.released]
+        if restarted:
+            self._idle.await_restart(restarted)
         compiled = compiled_client()
         client = [str(compiled)] if compiled else [self._python, "-I", "-S", str(WIRE)]
         return [*client, "--socket", str(socket), "--status", str(status), "--", *argv]
@@ -150,6 +168,7 @@ class Launchers:
                 )
             self._module.runs += 1
             socket = self._ensure(self._module)
+            self._idle.started()
             script = self._dir / "python"
             if not script.exists():
                 text = self._interpreter_script(socket)
@@ -174,6 +193,12 @@ class Launchers:
             f"wire.client([*{arguments!r}, *sys.argv[1:]])\n"
         )
 
+    def abandoned(self, status: Path) -> None:
+        """A run of ``program_command`` whose outcome will never be read (the run raised
+        before it ended): it is no longer in flight, so the pool can be released idle."""
+        with self._lock:
+            self._idle.ended(str(status))
+
     def outcome(self, status: Path) -> tuple[str, str]:
         """How a run started (``warm``, ``cold`` or ``lost``) and why, from its status file."""
         try:
@@ -186,6 +211,7 @@ class Launchers:
             log.debug("ansible-playbook started cold", extra={"reason": reason})
         with self._lock:
             self.outcomes[kind] += 1
+            self._idle.ended(str(status))
         return kind, reason
 
     def memory_bytes(self) -> int:
@@ -237,6 +263,7 @@ class Launchers:
             if self._closed:
                 return
             self._closed = True
+        self._idle.close(timeout)
         processes = [p.proc for p in self._all() if p.proc is not None]
         with self._lock:
             processes += self._succession.retiring()
@@ -252,9 +279,11 @@ class Launchers:
             return launcher.socket
         proc = launcher.proc
         if proc is not None and proc.poll() is None:
-            if not launcher.gates_read and launcher.socket.exists():
-                launcher.gates_read = True
-                self._spawner.report_off(launcher)
+            if launcher.socket.exists():
+                launcher.released = False  # serving again
+                if not launcher.gates_read:
+                    launcher.gates_read = True
+                    self._spawner.report_off(launcher)
             self._succession.recycle_if_due(launcher)
             return launcher.socket
         now = time.monotonic()
@@ -263,11 +292,13 @@ class Launchers:
                 "warm launcher exited; starting it again",
                 extra={"launcher": launcher.name, "exit_code": proc.returncode},
             )
+            launcher.released = False  # its runs start cold while it starts, as documented
             # A replacement's socket path is still its predecessor's, alive: keep it.
             if not self._succession.replacing(launcher):
                 with contextlib.suppress(FileNotFoundError):
                     launcher.socket.unlink()
-        launcher.starts = [t for t in launcher.starts if now - t < 60] + [now]
+        if not launcher.released:  # ending for idleness is not exiting: not counted
+            launcher.starts = [t for t in launcher.starts if now - t < 60] + [now]
         if len(launcher.starts) > RESPAWNS + 1:
             launcher.given_up = True
             log.error(
@@ -276,7 +307,9 @@ class Launchers:
             )
             return launcher.socket
         launcher.proc = self._spawner.start(launcher)
-        if launcher.proc is not None:
+        if launcher.proc is None:
+            launcher.released = False  # nothing to wait for
+        else:
             log.info(
                 "warm launcher started", extra={"launcher": launcher.name, "pid": launcher.proc.pid}
             )

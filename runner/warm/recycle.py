@@ -29,8 +29,9 @@ from typing import Any
 
 from runner.warm import wire
 
-#: Why a launcher is replaced: it was handed its maximum of runs, or its RSS is above the cap.
-REASONS = ("runs", "rss")
+#: Why a launcher is replaced: it was handed its maximum of runs, or its RSS is above the
+#: cap; or why it ended without a replacement: no run for the pool's ``idle_seconds``.
+REASONS = ("runs", "rss", "idle")
 #: How long a retired launcher keeps accepting after its successor took its path over.
 GRACE = 0.5
 #: The message a successor sends the launcher it replaces.

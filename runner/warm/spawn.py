@@ -55,6 +55,9 @@ class Launcher:
     gates_read: bool = False  # what the launcher left off (gates.py) was read
     runs: int = 0  # runs handed to the current process
     replacing: int | None = None  # inode of the socket of the launcher being replaced
+    #: Ended for idleness (the pool's ``idle_seconds``), until it serves again: the next
+    #: run starts it and waits for it rather than starting cold.
+    released: bool = False
 
 
 class Spawner:

@@ -1,5 +1,6 @@
-"""Recycling's flags reach the settings and its counter is exported, with both reasons
-from the start (runner/config/flags.py, runner/config/settings.py, runner/warm/families.py)."""
+"""Recycling's and the idle release's flags reach the settings, and their counter is
+exported with every reason from the start (runner/config/flags.py, builder.py,
+runner/warm/families.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from runner import cli
+from runner.base import errors
+from runner.config import sections
+from runner.operations import runs
 from runner.operations.metrics import runtime
 from runner.prometheus import exposition
 from runner.warm import families as warm_families
@@ -44,6 +48,51 @@ def test_bad_recycling_limits_are_refused(flag: str) -> None:
     assert stopped.value.code == 2, f"{flag}: expected exit 2, got {stopped.value.code}"
 
 
+IDLE_ENV = sections.WARM_LAUNCHER_IDLE_ENV
+
+
+@pytest.mark.parametrize(
+    ("flags", "environ", "expected"),
+    [
+        pytest.param((), {}, 120, id="default"),
+        pytest.param(("--warm-launcher-idle-seconds=30",), {}, 30, id="flag"),
+        pytest.param(("--warm-launcher-idle-seconds=0",), {}, 0, id="flag-never"),
+        pytest.param((), {IDLE_ENV: "45"}, 45, id="env"),
+        pytest.param((), {IDLE_ENV: "0"}, 0, id="env-never"),
+        pytest.param((), {IDLE_ENV: ""}, 120, id="env-empty"),
+        pytest.param(("--warm-launcher-idle-seconds=30",), {IDLE_ENV: "45"}, 30, id="flag-wins"),
+    ],
+)
+def test_idle_seconds_reach_the_settings(
+    flags: tuple[str, ...], environ: dict[str, str], expected: int, tmp_path: Path
+) -> None:
+    settings = build(one_watch(tmp_path), *flags, environ=environ)
+    seen = settings.ansible.warm_launcher_idle_seconds
+    assert seen == expected, f"{flags} {environ}: expected idle seconds {expected}, got {seen}"
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        pytest.param("--warm-launcher-idle-seconds=-1", id="negative"),
+        pytest.param("--warm-launcher-idle-seconds=2m", id="duration"),
+    ],
+)
+def test_bad_idle_seconds_flag_is_refused(flag: str) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.parse(["run", flag])
+    assert stopped.value.code == 2, f"{flag}: expected exit 2, got {stopped.value.code}"
+
+
+@pytest.mark.parametrize(
+    "value", [pytest.param("-1", id="negative"), pytest.param("2m", id="word")]
+)
+def test_bad_idle_seconds_variable_is_refused(value: str, tmp_path: Path) -> None:
+    with pytest.raises(errors.ConfigError) as refused:
+        build(one_watch(tmp_path), environ={IDLE_ENV: value})
+    assert IDLE_ENV in str(refused.value), f"expected ${IDLE_ENV} named, got {refused.value}"
+
+
 def test_recycles_are_counted_by_reason() -> None:
     registry = runtime.Metrics()
     counts = {reason: 0 for reason in recycle.REASONS} | {"runs": 2}
@@ -57,7 +106,19 @@ def test_recycles_are_counted_by_reason() -> None:
     )
     text = exposition.exposition(registry.registry).decode()
     for line in (
+        'playbook_operator_warm_launcher_recycles_total{reason="idle"} 0',
         'playbook_operator_warm_launcher_recycles_total{reason="rss"} 0',
         'playbook_operator_warm_launcher_recycles_total{reason="runs"} 2',
     ):
         assert line in text.splitlines(), f"expected {line!r} in the exposition:\n{text}"
+
+
+def test_the_runtime_hands_the_idle_setting_to_its_launchers(tmp_path: Path) -> None:
+    settings = build(one_watch(tmp_path), "--warm-launcher-idle-seconds=7")
+    launchers = runs.launchers_for(settings.ansible, registry=runtime.Metrics())
+    assert launchers is not None, "expected warm launchers with the default --warm"
+    try:
+        seen = launchers._idle._seconds  # what the pool was given
+        assert seen == 7, f"expected the pool to release after 7 s idle, it was given {seen}"
+    finally:
+        launchers.close()
