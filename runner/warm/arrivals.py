@@ -5,8 +5,8 @@ Part of :mod:`runner.warm`, installed by :mod:`runner.warm.child` in each
 (``StrategyBase._wait_on_pending_results``) loops: it takes the results its results
 thread has queued (and, from 2.21, its workers' requests on the RPC queue), checks
 its workers are alive, and sleeps ``DEFAULT_INTERNAL_POLL_INTERVAL`` (1 ms) —
-about a thousand wake-ups a second. That was a fifth of the ``ansible-playbook``
-process's own CPU time in a warm Memcached reconcile.
+about a thousand wake-ups a second. With both cores busy with other work, that was a
+quarter of the ``ansible-playbook`` process's own CPU time in a warm Memcached reconcile.
 
 Here the controller is told instead: the results thread's queue and the RPC queue
 set an event whenever something arrives, and the poll-interval sleep of the strategy
