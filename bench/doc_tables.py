@@ -127,9 +127,9 @@ def side_by_side(results: Figures, names: Sequence[str]) -> str:
     row("idle: runs", "idle_runs", str, ratios=False)
     row("idle: RSS of the runtime (ours: runner + launchers)", "idle_rss_bytes", _mib)
     row("idle: RSS of the whole process tree", "idle_tree_rss_bytes", _mib)
-    released = (
-        f"idle {common('released_after_s', _whole)} s, past the launchers' idle release"
-        f" ({common('launcher_idle_s', _whole)} s): RSS of the runtime"
+    released = (  # released_after_s counts from the harness's quiet, after the last run
+        f"idle again, once the launchers' idle release ({common('launcher_idle_s', _whole)} s"
+        " without a run) has passed: RSS of the runtime"
     )
     left = {  # the release did not happen within the wait: say so in the cell
         n: f" ({f['released_launchers']} launchers left)"

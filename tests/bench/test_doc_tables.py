@@ -92,7 +92,8 @@ def _rows(table: str) -> dict[str, list[str]]:
             "runs for 20 spec patches within ~1 s", ["3", "3", "3", "", ""], id="no-ratio"
         ),
         pytest.param(
-            "idle 121 s, past the launchers' idle release (120 s): RSS of the runtime",
+            "idle again, once the launchers' idle release (120 s without a run) has passed: "
+            "RSS of the runtime",
             ["40 MiB", "36 MiB", "40 MiB", "0.90", "1.00"],
             id="idle-release",
         ),
@@ -119,7 +120,10 @@ def test_side_by_side_says_when_launchers_outlived_the_wait() -> None:
         figures["one-task"][name]["released_after_s"] = 150.2
     figures["one-task"]["warm"] |= {"released_rss_bytes": 151 * MiB, "released_launchers": 2}
     rows = _rows(doc_tables.side_by_side(figures, NAMES))
-    label = "idle 150 s, past the launchers' idle release (120 s): RSS of the runtime"
+    label = (
+        "idle again, once the launchers' idle release (120 s without a run) has passed: "
+        "RSS of the runtime"
+    )
     expected = ["40 MiB", "151 MiB (2 launchers left)", "40 MiB", "3.77", "1.00"]
     assert rows.get(label) == expected, f"expected row {label!r} = {expected}, saw {rows}"
 
