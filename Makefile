@@ -36,7 +36,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 ANSIBLE_LANES := 2.20 2.19
 ANSIBLE_LANE_TESTS := tests/ansible tests/runner tests/warm/test_reuse.py \
 	tests/warm/test_templates.py tests/warm/test_sameness.py tests/warm/test_shortcut.py \
-	tests/warm/test_gates.py tests/warm/test_recycle.py tests/compat
+	tests/warm/test_gates.py tests/warm/test_recycle.py tests/warm/test_arrivals.py tests/compat
 # `make docker-build ANSIBLE_CORE=2.20`: the image's ansible-core line (default: the newest).
 ANSIBLE_CORE ?=
 
