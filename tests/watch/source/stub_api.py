@@ -19,11 +19,13 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from runner.kube import client as client_mod
 from runner.kube import config as config_mod
 from runner.kube.types import GVK, Resource
+from runner.watch.predicate import Event
 
 PROBE = Resource(
     gvk=GVK("tests.playbook-operator.dev", "v1", "Probe"),
@@ -32,6 +34,43 @@ PROBE = Resource(
     verbs=frozenset({"list", "watch", "get"}),
     subresources=frozenset({"status"}),
 )
+
+
+def obj(name: str, rv: str) -> dict[str, Any]:
+    """A Probe named ``name`` at resourceVersion ``rv``."""
+    return {
+        "apiVersion": "tests.playbook-operator.dev/v1",
+        "kind": "Probe",
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": rv},
+        "spec": {"size": 1},
+    }
+
+
+def line(kind: str, item: dict[str, Any]) -> bytes:
+    """One watch event, as a line of a stream."""
+    return json.dumps({"type": kind, "object": item}).encode()
+
+
+def listing(*items: dict[str, Any], rv: str) -> bytes:
+    """A LIST answer of ``items`` at resourceVersion ``rv``."""
+    body = {"kind": "ProbeList", "metadata": {"resourceVersion": rv}, "items": items}
+    return json.dumps(body).encode()
+
+
+class Seen:
+    """An informer's handler that records the names of the objects of its events."""
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            self._names.append(str(event.obj["metadata"]["name"]))
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return list(self._names)
 
 
 class StubApi:

@@ -7,49 +7,17 @@ real kinds from the embedded cluster's API server this way.
 
 from __future__ import annotations
 
-import json
-import threading
-from typing import Any
-
 from runner.kube.types import ObjectKey
 from runner.watch import budget
 from testkit.helpers import wait_for
 from tests.watch.source.conftest import RunInformer
-from tests.watch.source.stub_api import StubApi
-
-
-def obj(name: str, rv: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "tests.playbook-operator.dev/v1",
-        "kind": "Probe",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": rv},
-        "spec": {"size": 1},
-    }
-
-
-def line(kind: str, item: dict[str, Any]) -> bytes:
-    return json.dumps({"type": kind, "object": item}).encode()
+from tests.watch.source.stub_api import Seen, StubApi, line, listing, obj
 
 
 def end_bookmark(rv: str) -> bytes:
     annotations = {"k8s.io/initial-events-end": "true"}
     mark = {"kind": "Probe", "metadata": {"resourceVersion": rv, "annotations": annotations}}
     return line("BOOKMARK", mark)
-
-
-def listing(*items: dict[str, Any], rv: str) -> bytes:
-    body = {"kind": "ProbeList", "metadata": {"resourceVersion": rv}, "items": items}
-    return json.dumps(body).encode()
-
-
-class Seen:
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, event: Any) -> None:
-        with self._lock:
-            self.names.append(str(event.obj["metadata"]["name"]))
 
 
 def test_a_streamed_list_fills_the_store_and_the_watch_goes_on_from_its_bookmark(
@@ -62,8 +30,8 @@ def test_a_streamed_list_fills_the_store_and_the_watch_goes_on_from_its_bookmark
         seen = Seen()
         informer = run_informer(api, seen)
         wait_for(informer.synced.is_set, describe="the informer to sync", timeout=5)
-        wait_for(lambda: seen.names, until=lambda n: "c" in n, describe="c after the list")
-        assert seen.names == ["a", "b", "c"], f"handler saw {seen.names}"
+        wait_for(seen.names, until=lambda n: "c" in n, describe="c after the list")
+        assert seen.names() == ["a", "b", "c"], f"handler saw {seen.names()}"
         assert api.lists == 0, f"expected no LIST (the list was streamed), saw {api.lists}"
         assert api.streamed_lists == 1 and api.watch_versions[:1] == ["10"], (
             f"expected one streamed list, then a watch from its bookmark's 10; saw "
@@ -76,8 +44,8 @@ def test_a_server_that_refuses_streamed_lists_is_read_in_pages(run_informer: Run
     with StubApi(list_body=body, watches={"10": [line("ADDED", obj("b", "11"))]}) as api:
         seen = Seen()
         informer = run_informer(api, seen)
-        wait_for(lambda: seen.names, until=lambda n: "b" in n, describe="b after the list")
-        assert seen.names == ["a", "b"], f"handler saw {seen.names}"
+        wait_for(seen.names, until=lambda n: "b" in n, describe="b after the list")
+        assert seen.names() == ["a", "b"], f"handler saw {seen.names()}"
         assert api.lists == 1, f"expected the LIST after the refused stream, saw {api.lists}"
         assert informer.synced.is_set()
 
@@ -96,4 +64,4 @@ def test_a_stream_that_ends_half_read_starts_over_in_pages(run_informer: RunInfo
         names = ("a", "s0", f"s{budget.PAGE}")
         held = [name for name in names if informer.get(ObjectKey(f"ns/{name}"))]
         assert held == ["a"], f"expected only the LIST's object held, saw {held}"
-        assert "s0" not in seen.names, f"the half-read stream reached the handler: {seen.names}"
+        assert "s0" not in seen.names(), f"the half-read stream reached the handler: {seen.names()}"

@@ -9,52 +9,16 @@ bookmarks), with the bound shortened to :data:`SILENCE`.
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-from typing import Any
 
 import pytest
 
 from runner.watch import stream
-from runner.watch.predicate import Event
 from testkit.helpers import wait_for
 from tests.watch.source.conftest import RunInformer
-from tests.watch.source.stub_api import StubApi
+from tests.watch.source.stub_api import Seen, StubApi, line, listing, obj
 
 SILENCE = 1.0  # seconds: the informers' silence bound in these tests
-
-
-def obj(name: str, rv: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "tests.playbook-operator.dev/v1",
-        "kind": "Probe",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": rv},
-        "spec": {"size": 1},
-    }
-
-
-def line(kind: str, item: dict[str, Any]) -> bytes:
-    return json.dumps({"type": kind, "object": item}).encode()
-
-
-def listing(*items: dict[str, Any], rv: str) -> bytes:
-    body = {"kind": "ProbeList", "metadata": {"resourceVersion": rv}, "items": items}
-    return json.dumps(body).encode()
-
-
-class Seen:
-    def __init__(self) -> None:
-        self._names: list[str] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, event: Event) -> None:
-        with self._lock:
-            self._names.append(str(event.obj["metadata"]["name"]))
-
-    def names(self) -> list[str]:
-        with self._lock:
-            return list(self._names)
 
 
 def test_the_silence_bound_notices_a_dead_watch_within_90_seconds() -> None:
