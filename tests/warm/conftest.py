@@ -133,3 +133,19 @@ def processes_with(marker: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def not_warm(results: list[launch.RunResult]) -> list[str]:
+    """What was not warm in ``results``: failed runs, cold ansible-playbook, cold modules."""
+    problems = []
+    for number, result in enumerate(results, 1):
+        if result.failed:
+            problems.append(f"run {number} failed: {result.failed_tasks}")
+            continue
+        how = started(result)
+        if how != warm.WARM:
+            problems.append(f"run {number}: ansible-playbook started {how!r}")
+        facts = outputs(result).get("Module facts", {})
+        if facts.get("preloaded") is not True:
+            problems.append(f"run {number}: module did not start warm: {facts}")
+    return problems

@@ -21,7 +21,7 @@ from runner.ansible import launch
 from runner.warm import recycle, spawn, succession
 from testkit.helpers import wait_for
 from tests.ansible.conftest import Captured
-from tests.warm.conftest import Run, outputs, processes_with, started
+from tests.warm.conftest import Run, not_warm, processes_with
 
 IDLE = 1  # seconds: the pool's idle_seconds in this module, unless a test says otherwise
 RELEASED = "warm launchers released after a time without runs; the next run starts them again"
@@ -66,20 +66,6 @@ def _present(pids: list[int]) -> list[int]:
     return [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
 
 
-def _not_warm(result: launch.RunResult) -> list[str]:
-    """What was not warm in one run: a failure, a cold ansible-playbook, a cold module."""
-    if result.failed:
-        return [f"the run failed: {result.failed_tasks}"]
-    problems = []
-    how = started(result)
-    if how != warm.WARM:
-        problems.append(f"ansible-playbook started {how!r}")
-    facts = outputs(result).get("Module facts", {})
-    if facts.get("preloaded") is not True:
-        problems.append(f"the module did not start warm: {facts}")
-    return problems
-
-
 def _unchanged_for(seconds: float, observe: Any, expected: object) -> None:
     """Watch ``observe()`` for ``seconds``: it must stay ``expected`` all along."""
     since = time.monotonic()
@@ -117,7 +103,7 @@ def test_idle_launchers_end_and_the_next_run_starts_them_warm(
     assert launchers.recycles["idle"] == 2, f"expected 2 idle releases, saw {launchers.recycles}"
 
     result = run_warm("inspect")
-    assert _not_warm(result) == [], "expected the run after the release served warm"
+    assert not_warm([result]) == [], "expected the run after the release served warm"
     again = _started(warm_log)
     assert set(again) == set(first) and set(again.values()).isdisjoint(first.values()), (
         f"expected the same launchers started again as new processes: before {first}, after {again}"
@@ -148,7 +134,7 @@ def test_a_run_in_flight_keeps_the_launchers(
         gate.touch()
         held.join(120)
     assert len(results) == 1, "expected the held run to return"
-    assert _not_warm(results[0]) == [], "expected the held run warm to its end"
+    assert not_warm(results[:1]) == [], "expected the held run warm to its end"
     wait_for(
         lambda: _present(list(serving.values())),
         until=lambda pids: not pids,

@@ -14,23 +14,7 @@ import pytest
 from runner import warm
 from runner.ansible import launch
 from testkit.helpers import wait_for
-from tests.warm.conftest import outputs, ready, runner_with, started
-
-
-def _warm_everywhere(results: list[launch.RunResult]) -> list[str]:
-    """What was not warm in ``results``: failed runs, cold ansible-playbook, cold modules."""
-    problems = []
-    for number, result in enumerate(results, 1):
-        if result.failed:
-            problems.append(f"run {number} failed: {result.failed_tasks}")
-            continue
-        how = started(result)
-        if how != warm.WARM:
-            problems.append(f"run {number}: ansible-playbook started {how!r}")
-        facts = outputs(result).get("Module facts", {})
-        if facts.get("preloaded") is not True:
-            problems.append(f"run {number}: module did not start warm: {facts}")
-    return problems
+from tests.warm.conftest import not_warm, ready, runner_with
 
 
 def _changes(history: list[dict[str, int]]) -> dict[str, int]:
@@ -60,7 +44,7 @@ def test_launchers_recycle_after_max_runs_and_every_run_stays_warm(tmp_path: Pat
             # Deterministic counts: the next run waits until a replacement serves (a run
             # arriving earlier simply goes to the launcher being replaced).
             wait_for(pool.settled, describe="the replacement launcher serving", timeout=60)
-        assert _warm_everywhere(results) == [], "expected every run to succeed warm"
+        assert not_warm(results) == [], "expected every run to succeed warm"
         changes = _changes(history)
         assert len(changes) == 2 and all(n >= 3 for n in changes.values()), (
             f"expected the program and the module launcher replaced >= 3 times in 10 runs "
@@ -129,7 +113,7 @@ def test_runs_in_flight_across_a_swap_all_succeed_warm(
             for thread in threads:
                 thread.join(180)
         assert len(results) == 4, f"expected 4 runs to return, {len(results)} did"
-        assert _warm_everywhere(results) == [], "expected every run across the swap warm"
+        assert not_warm(results) == [], "expected every run across the swap warm"
         after = pool.serving()
         assert set(before.values()).isdisjoint(after.values()), (
             f"expected new launchers after the swap, before {before}, after {after}"
@@ -140,6 +124,6 @@ def test_runs_in_flight_across_a_swap_all_succeed_warm(
             describe="the replaced launchers gone once their runs ended",
             timeout=30,
         )
-        assert _warm_everywhere([run("inspect")]) == [], "expected the new launchers to serve"
+        assert not_warm([run("inspect")]) == [], "expected the new launchers to serve"
     finally:
         pool.close()
