@@ -131,7 +131,7 @@ test-all: ## Everything: make test, then make test-lanes and make fuzz (what CI 
 FUZZ_TESTS := tests/ansible/test_cr_data.py tests/webhook/test_review_properties.py \
 	tests/config/watches/test_properties.py tests/kube/test_config_properties.py \
 	tests/proxy/test_target_properties.py tests/reconcile/test_annotation_properties.py \
-	tests/prune/test_annotation_properties.py
+	tests/prune/test_annotation_properties.py tests/warm/test_idle_properties.py
 FUZZ_EXAMPLES ?= 2000
 .PHONY: fuzz
 fuzz: venv ## The property tests with FUZZ_EXAMPLES generated cases each (CR data, AdmissionReview, watches.yaml, kubeconfig, proxy targets, annotations).

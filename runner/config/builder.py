@@ -230,13 +230,18 @@ def _ansible(
 def _idle_seconds(read: Flags, *, environ: Mapping[str, str]) -> int:
     """``--warm-launcher-idle-seconds``, else its environment variable, else the default."""
     if read.get("warm_launcher_idle_seconds") is not None:
-        return read.whole("warm_launcher_idle_seconds")
-    name = sections.WARM_LAUNCHER_IDLE_ENV
-    value = _env_int(environ, name)
-    if value is None:
-        return _ANSIBLE.warm_launcher_idle_seconds
-    if value < 0:
-        raise errors.ConfigError(f"${name}: expected a whole number >= 0, got {value}")
+        name, value = "--warm-launcher-idle-seconds", read.whole("warm_launcher_idle_seconds")
+    else:
+        name = f"${sections.WARM_LAUNCHER_IDLE_ENV}"
+        found = _env_int(environ, sections.WARM_LAUNCHER_IDLE_ENV)
+        if found is None:
+            return _ANSIBLE.warm_launcher_idle_seconds
+        value = found
+    if not 0 <= value <= sections.WARM_LAUNCHER_IDLE_MAX:
+        raise errors.ConfigError(
+            f"{name}: expected a whole number from 0 to {sections.WARM_LAUNCHER_IDLE_MAX}"
+            f" (a year), got {value}"
+        )
     return value
 
 

@@ -37,6 +37,8 @@ DEFAULT_RUNNER_DIR = Path("/tmp/ansible-operator/runner")
 DEFAULT_ARTIFACTS_MAX_BYTES = 1 << 30
 #: Environment variable for --warm-launcher-idle-seconds when the flag is not given.
 WARM_LAUNCHER_IDLE_ENV = "PLAYBOOK_OPERATOR_WARM_LAUNCHER_IDLE_SECONDS"
+#: The longest idle time a launcher pool accepts (a year): a timer must be able to wait it.
+WARM_LAUNCHER_IDLE_MAX = 365 * 24 * 3600
 
 
 class LogEvents(Enum):
